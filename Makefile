@@ -1,0 +1,52 @@
+# ascend-resumable: `make demo` and `make test` do all the set-up on a fresh machine.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+EXAMPLE ?= examples/pytorch-process-recovery.yaml
+DEMO_OUT ?= out/demo
+
+.PHONY: demo test venv test-venv lint typecheck pytest py38 ansible docs clean
+
+# The package alone (PyYAML is its only runtime dependency).
+$(BIN)/resumable: pyproject.toml
+	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q -e .
+	@touch $@
+
+venv: $(BIN)/resumable
+
+# Everything the tests need; re-installed only when requirements-test.txt changes.
+$(VENV)/.test-deps: requirements-test.txt $(BIN)/resumable
+	$(BIN)/python -m pip install -q -r requirements-test.txt
+	@touch $@
+
+test-venv: $(VENV)/.test-deps
+
+demo: venv
+	$(BIN)/resumable validate examples/*.yaml
+	$(BIN)/resumable plan $(EXAMPLE)
+	$(BIN)/resumable render $(EXAMPLE) --out $(DEMO_OUT)
+	@echo "rendered deployment: $(DEMO_OUT)/"
+
+lint: test-venv
+	$(BIN)/ruff check resumable components tests benchmarks __main__.py
+	$(BIN)/ruff format --check resumable components tests benchmarks __main__.py
+
+typecheck: test-venv
+	$(BIN)/mypy
+
+pytest: test-venv
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+# The core of resumable must keep working on the oldest Python of the training images.
+py38:
+	scripts/test-py38.sh
+
+ansible: test-venv
+	scripts/test-ansible.sh
+
+test: lint typecheck pytest py38 ansible
+
+clean:
+	rm -rf $(VENV) out collections .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,346 @@
+"""Bind YAML data to the profile dataclasses, and describe them as JSON Schema and Markdown.
+
+The dataclasses in :mod:`resumable.profile` are the one definition of the profile: their
+annotations give the types, ``field(metadata=...)`` gives docs, choices and ranges. This module
+reads them, so the loader, ``resumable schema`` and docs/profile.md cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+import typing
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar
+
+from .errors import ProfileError
+from .versions import VersionError, parse
+
+T = TypeVar("T")
+
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def spec(
+    doc: str,
+    *,
+    choices: Optional[Sequence[Any]] = None,
+    minimum: Optional[float] = None,
+    maximum: Optional[float] = None,
+    version: bool = False,
+    dns_name: bool = False,
+    required: bool = False,
+    example: Any = None,
+    min_items: Optional[int] = None,
+) -> Dict[str, Any]:
+    """Metadata for a profile field (use as ``field(default=..., metadata=spec(...))``)."""
+    return {
+        "doc": doc,
+        "choices": list(choices) if choices is not None else None,
+        "minimum": minimum,
+        "maximum": maximum,
+        "version": version,
+        "dns_name": dns_name,
+        "required": required,
+        "example": example,
+        "min_items": min_items,
+    }
+
+
+def _hints(cls: type) -> Dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _unwrap_optional(tp: Any) -> Tuple[Any, bool]:
+    if typing.get_origin(tp) is typing.Union:
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(args) == 1:
+            return args[0], True
+    return tp, False
+
+
+def _type_name(tp: Any) -> str:
+    tp, optional = _unwrap_optional(tp)
+    origin = typing.get_origin(tp)
+    if origin in (list, List):
+        name = "list of %s" % _type_name(typing.get_args(tp)[0])
+    elif origin in (dict, Dict):
+        name = "mapping of %s" % _type_name(typing.get_args(tp)[1])
+    elif dataclasses.is_dataclass(tp):
+        name = "mapping"
+    else:
+        name = {str: "string", int: "integer", float: "number", bool: "boolean"}.get(tp, str(tp))
+    return name + (" or null" if optional else "")
+
+
+def _did_you_mean(key: str, known: Sequence[str]) -> str:
+    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+    if close:
+        return "Did you mean %r? Known keys: %s." % (close[0], ", ".join(known))
+    return "Known keys: %s." % ", ".join(known)
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, bool):
+        return "the boolean %s" % str(value).lower()
+    if isinstance(value, (int, float)):
+        return "the number %s" % value
+    if isinstance(value, str):
+        return "the string %r" % value
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    if value is None:
+        return "null"
+    return type(value).__name__
+
+
+def bind(cls: Type[T], data: Any, path: str) -> T:
+    """Build ``cls`` from ``data`` (a mapping), raising :class:`ProfileError` at ``path``."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ProfileError(
+            "expected a mapping, found %s" % _describe(data), path, "Write it as `key: value` lines."
+        )
+    hints = _hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    for key in data:
+        if not isinstance(key, str) or key not in fields:
+            raise ProfileError(
+                "unknown key %r" % (key,),
+                path or "profile",
+                _did_you_mean(str(key), list(fields)),
+            )
+    values: Dict[str, Any] = {}
+    for name, f in fields.items():
+        where = "%s.%s" % (path, name) if path else name
+        if name in data:
+            values[name] = _convert(hints[name], data[name], where, f.metadata)
+        elif f.metadata.get("required"):
+            raise ProfileError(
+                "required key %r is missing" % name,
+                path or "profile",
+                "Add `%s:` (%s)." % (name, f.metadata.get("doc", "")),
+            )
+    return cls(**values)
+
+
+def _convert(tp: Any, value: Any, where: str, meta: Mapping[str, Any]) -> Any:
+    inner, optional = _unwrap_optional(tp)
+    if value is None:
+        if optional:
+            return None
+        raise ProfileError(
+            "must not be empty (expected %s)" % _type_name(tp), where, "Give a value or remove the key."
+        )
+    origin = typing.get_origin(inner)
+    if dataclasses.is_dataclass(inner):
+        return bind(inner, value, where)  # type: ignore[arg-type]
+    if origin in (list, List):
+        if not isinstance(value, list):
+            raise ProfileError(
+                "expected %s, found %s" % (_type_name(inner), _describe(value)),
+                where,
+                "Write a YAML list (`- item` lines or `[a, b]`).",
+            )
+        item_tp = typing.get_args(inner)[0]
+        items = [_convert(item_tp, v, "%s[%d]" % (where, i), meta) for i, v in enumerate(value)]
+        min_items = meta.get("min_items")
+        if min_items is not None and len(items) < min_items:
+            raise ProfileError("needs at least %d item(s)" % min_items, where, "Add an entry.")
+        return items
+    if origin in (dict, Dict):
+        if not isinstance(value, dict):
+            raise ProfileError(
+                "expected %s, found %s" % (_type_name(inner), _describe(value)),
+                where,
+                "Write a YAML mapping (`key: value`).",
+            )
+        val_tp = typing.get_args(inner)[1]
+        out = {}
+        for k, v in value.items():
+            out[str(k)] = _convert(val_tp, v, "%s.%s" % (where, k), {})
+        return out
+    return _scalar(inner, value, where, meta)
+
+
+def _scalar(tp: Any, value: Any, where: str, meta: Mapping[str, Any]) -> Any:
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ProfileError(
+                "expected a boolean, found %s" % _describe(value), where, "Write true or false."
+            )
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ProfileError(
+                "expected an integer, found %s" % _describe(value), where, "Write a whole number."
+            )
+    elif tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ProfileError("expected a number, found %s" % _describe(value), where, "Write a number.")
+        value = float(value)
+    elif tp is str:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and not meta.get("version"):
+            value = str(value)
+        if not isinstance(value, str):
+            hint = "Write it as a string."
+            if meta.get("version"):
+                hint = 'Quote versions, e.g. "1.28" (unquoted 1.30 would be read as the number 1.3).'
+            raise ProfileError("expected a string, found %s" % _describe(value), where, hint)
+        if meta.get("version"):
+            try:
+                parse(value)
+            except VersionError as exc:
+                raise ProfileError(
+                    "%r is not a version" % value,
+                    where,
+                    "Use the vendor's spelling, e.g. 7.3.0, 6.0.RC2, 8.0.RC2, 2.1.0.post8 (%s)." % exc,
+                ) from None
+        if meta.get("dns_name") and (not _NAME.match(value) or len(value) > 63):
+            raise ProfileError(
+                "%r is not a valid Kubernetes name" % value,
+                where,
+                "Use lower-case letters, digits and '-', starting and ending with a letter or digit, "
+                "at most 63 characters.",
+            )
+    choices = meta.get("choices")
+    if choices is not None and value not in choices:
+        close = difflib.get_close_matches(str(value), [str(c) for c in choices], n=1, cutoff=0.5)
+        hint = "Allowed: %s." % ", ".join(str(c) for c in choices)
+        if close:
+            hint = "Did you mean %r? %s" % (close[0], hint)
+        raise ProfileError("%r is not an allowed value" % (value,), where, hint)
+    return value
+
+
+# --- JSON Schema ---------------------------------------------------------------------------------------
+
+
+def json_schema(cls: type, title: Optional[str] = None) -> Dict[str, Any]:
+    schema = _object_schema(cls)
+    schema["$schema"] = "http://json-schema.org/draft-07/schema#"
+    if title:
+        schema["title"] = title
+    return schema
+
+
+def _object_schema(cls: type) -> Dict[str, Any]:
+    hints = _hints(cls)
+    props: Dict[str, Any] = {}
+    required: List[str] = []
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        props[f.name] = _field_schema(hints[f.name], f)
+        if f.metadata.get("required"):
+            required.append(f.name)
+    out: Dict[str, Any] = {"type": "object", "additionalProperties": False, "properties": props}
+    if cls.__doc__:
+        out["description"] = " ".join(cls.__doc__.split())
+    if required:
+        out["required"] = required
+    return out
+
+
+def _field_schema(tp: Any, f: Optional[dataclasses.Field] = None) -> Dict[str, Any]:  # type: ignore[type-arg]
+    meta: Mapping[str, Any] = f.metadata if f is not None else {}
+    inner, optional = _unwrap_optional(tp)
+    origin = typing.get_origin(inner)
+    if dataclasses.is_dataclass(inner):
+        out = _object_schema(inner)  # type: ignore[arg-type]
+    elif origin in (list, List):
+        out = {"type": "array", "items": _field_schema(typing.get_args(inner)[0])}
+        if meta.get("min_items") is not None:
+            out["minItems"] = meta["min_items"]
+        if meta.get("choices") is not None:
+            out["items"] = {"type": "string", "enum": list(meta["choices"])}
+    elif origin in (dict, Dict):
+        out = {"type": "object", "additionalProperties": _field_schema(typing.get_args(inner)[1])}
+    else:
+        out = {"type": {str: "string", int: "integer", float: "number", bool: "boolean"}[inner]}
+        if meta.get("choices") is not None:
+            out["enum"] = list(meta["choices"])
+        if meta.get("minimum") is not None:
+            out["minimum"] = meta["minimum"]
+        if meta.get("maximum") is not None:
+            out["maximum"] = meta["maximum"]
+        if meta.get("version"):
+            out["pattern"] = r"^[vV]?\d+(\.\d+)*([.\-_][A-Za-z]*\d*)*(\+.*)?$"
+        if meta.get("dns_name"):
+            out["pattern"] = _NAME.pattern
+            out["maxLength"] = 63
+    if f is not None:
+        if meta.get("doc"):
+            out["description"] = meta["doc"]
+        default = _default(f)
+        if default is not dataclasses.MISSING and not dataclasses.is_dataclass(default):
+            out["default"] = default
+        if meta.get("example") is not None:
+            out["examples"] = [meta["example"]]
+    if optional:
+        out = {"anyOf": [out, {"type": "null"}], **{k: v for k, v in out.items() if k in ("description",)}}
+    return out
+
+
+def _default(f: dataclasses.Field) -> Any:  # type: ignore[type-arg]
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return dataclasses.MISSING
+
+
+# --- Markdown reference ---------------------------------------------------------------------------------
+
+
+def markdown_reference(cls: type, prefix: str = "") -> List[str]:
+    """Rows ``| key | type | default | meaning |`` for every field, depth first."""
+    hints = _hints(cls)
+    rows: List[str] = []
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        tp = hints[f.name]
+        inner, _ = _unwrap_optional(tp)
+        key = prefix + f.name
+        origin = typing.get_origin(inner)
+        item = typing.get_args(inner)[0] if origin in (list, List) else None
+        doc = f.metadata.get("doc", "")
+        extras = []
+        if f.metadata.get("choices") is not None:
+            extras.append("one of: " + ", ".join("`%s`" % c for c in f.metadata["choices"]))
+        lo, hi = f.metadata.get("minimum"), f.metadata.get("maximum")
+        if lo is not None or hi is not None:
+            extras.append("range %s to %s" % ("-inf" if lo is None else _num(lo), "inf" if hi is None else _num(hi)))
+        if f.metadata.get("version"):
+            extras.append("a version string")
+        if f.metadata.get("required"):
+            extras.append("**required**")
+        default = _default(f)
+        if dataclasses.is_dataclass(inner) or (item is not None and dataclasses.is_dataclass(item)):
+            shown = "see below"
+        elif default is dataclasses.MISSING:
+            shown = ""
+        else:
+            shown = "`%s`" % _yaml_scalar(default)
+        meaning = doc + ("" if not extras else " (%s)" % "; ".join(extras))
+        rows.append("| `%s` | %s | %s | %s |" % (key, _type_name(tp), shown, meaning.replace("|", "\\|")))
+        if dataclasses.is_dataclass(inner):
+            rows.extend(markdown_reference(inner, key + "."))  # type: ignore[arg-type]
+        elif item is not None and dataclasses.is_dataclass(item):
+            rows.extend(markdown_reference(item, key + "[]."))  # type: ignore[arg-type]
+    return rows
+
+
+def _num(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else str(v)
+
+
+def _yaml_scalar(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (list, dict)) and not v:
+        return "[]" if isinstance(v, list) else "{}"
+    return str(v)
+

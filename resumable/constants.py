@@ -1,0 +1,108 @@
+"""Names MindCluster reads: labels, annotations, env vars, ports, paths, users.
+
+Everything else in the project (Pulumi components, Ansible roles, the runtime image, tests)
+imports these; none of them types a MindCluster name again. Sources as in
+``shared/research/mindcluster.md`` (YAMLCFG = job YAML field reference, RT04 = fault handling
+policies, ENV = environment variable reference, INST01 = preparing for installation).
+"""
+
+from __future__ import annotations
+
+# --- job labels (YAMLCFG; RT04) ---------------------------------------------------------------------
+LABEL_FRAMEWORK = "framework"
+LABEL_RING_CONTROLLER = "ring-controller.atlas"
+LABEL_FAULT_SCHEDULING = "fault-scheduling"
+LABEL_FAULT_RETRY_TIMES = "fault-retry-times"
+LABEL_POD_RESCHEDULING = "pod-rescheduling"
+LABEL_PROCESS_RECOVER_ENABLE = "process-recover-enable"
+LABEL_SUB_HEALTHY_STRATEGY = "subHealthyStrategy"
+
+# --- job annotations ---------------------------------------------------------------------------------
+ANNOTATION_RECOVER_STRATEGY = "recover-strategy"
+ANNOTATION_WAIT_RESCHEDULE_TIMEOUT = "wait-reschedule-timeout"
+ANNOTATION_SCHEDULE_POLICY = "huawei.com/schedule_policy"
+ANNOTATION_RECOVER_POLICY_PATH = "huawei.com/recover_policy_path"
+
+# --- node labels (INST01 Table 1; K8S Table 4) ----------------------------------------------------------
+NODE_LABEL_MASTER = "masterselector"
+NODE_LABEL_MASTER_VALUE = "dls-master-node"
+NODE_LABEL_WORKER = "workerselector"
+NODE_LABEL_WORKER_VALUE = "dls-worker-node"
+NODE_LABEL_ROLE_WORKER = "node-role.kubernetes.io/worker"
+NODE_LABEL_HOST_ARCH = "host-arch"
+NODE_LABEL_ACCELERATOR = "accelerator"
+NODE_LABEL_ACCELERATOR_TYPE = "accelerator-type"
+NODE_LABEL_NODED_ENABLE = "nodeDEnable"
+
+HOST_ARCH_VALUES = {"aarch64": "huawei-arm", "x86_64": "huawei-x86"}
+
+# --- ports (RT04; RT05; YAMLCFG; clusterd.yaml) ---------------------------------------------------------
+TASKD_MANAGER_PORT = 9601
+TASKD_PORT_NAME = "taskd-port"
+TASKD_PROXY_PORT = 9602
+TTP_PORT_DEFAULT = 8000
+TTP_PORT_NAME = "ttp-port"
+ASCENDJOB_PORT_DEFAULT = 2222
+ASCENDJOB_PORT_NAME = "ascendjob-port"
+CLUSTERD_GRPC_PORT = 8899
+CLUSTERD_SERVICE = "clusterd-grpc-svc"
+
+# --- namespaces (INST01 "Creating a Namespace") ---------------------------------------------------------
+NAMESPACE_MINDX_DL = "mindx-dl"
+NAMESPACE_CLUSTER_SYSTEM = "cluster-system"
+NAMESPACE_VOLCANO = "volcano-system"
+NAMESPACE_DEVICE_PLUGIN = "kube-system"
+NAMESPACE_NPU_EXPORTER = "npu-exporter"
+
+# --- training container (YAMLCFG) --------------------------------------------------------------------
+CONTAINER_NAME = "ascend"
+
+# --- environment variables (ENV; RT04; RT05; seeds) -------------------------------------------------------
+ENV_HCCL_ASYNC_ERROR_HANDLING = "HCCL_ASYNC_ERROR_HANDLING"
+ENV_RESUME_MODE_ENABLE = "RESUME_MODE_ENABLE"
+ENV_TASKD_PROCESS_ENABLE = "TASKD_PROCESS_ENABLE"
+ENV_LD_PRELOAD = "LD_PRELOAD"
+ENV_MINDX_TASK_ID = "MINDX_TASK_ID"
+ENV_POD_IP = "POD_IP"
+ENV_XDL_IP = "XDL_IP"
+ENV_HCCL_IF_IP = "HCCL_IF_IP"
+ENV_TTP_PORT = "TTP_PORT"
+ENV_PROCESS_RECOVER = "PROCESS_RECOVER"
+ENV_ELASTIC_PROCESS_RECOVER_ENABLE = "ELASTIC_PROCESS_RECOVER_ENABLE"
+ENV_ENABLE_RESTART_FAULT_PROCESS = "ENABLE_RESTART_FAULT_PROCESS"
+ENV_HIGH_AVAILABILITY = "HIGH_AVAILABILITY"
+ENV_MS_ENABLE_TFT = "MS_ENABLE_TFT"
+ENV_MS_ENABLE_THM = "MS_ENABLE_THM"
+ENV_MINDIO_FOR_MINDSPORE = "MINDIO_FOR_MINDSPORE"
+ENV_MINDIO_WAIT_MINDX_TIME = "MINDIO_WAIT_MINDX_TIME"
+ENV_ASCEND_CACHE_PATH = "ASCEND_CACHE_PATH"
+ENV_ASCEND_MAX_OP_CACHE_SIZE = "ASCEND_MAX_OP_CACHE_SIZE"
+ENV_MS_COMPILER_CACHE_ENABLE = "MS_COMPILER_CACHE_ENABLE"
+ENV_MS_COMPILER_CACHE_PATH = "MS_COMPILER_CACHE_PATH"
+ENV_HCCL_CONNECT_TIMEOUT = "HCCL_CONNECT_TIMEOUT"
+ENV_HCCL_EXEC_TIMEOUT = "HCCL_EXEC_TIMEOUT"
+ENV_RANK_TABLE_FILE = "RANK_TABLE_FILE"
+ENV_TASKD_LOG_PATH = "TASKD_LOG_PATH"
+ENV_MASTER_ADDR = "MASTER_ADDR"
+ENV_MS_SCHED_HOST = "MS_SCHED_HOST"
+ENV_RANK = "RANK"
+
+# --- paths --------------------------------------------------------------------------------------------
+#: libtaskd.so inside the taskd wheel (seed 配置进程级别重调度 适配训练脚本).
+LIBTASKD_RELATIVE = "taskd/python/cython_api/libs/libtaskd.so"
+#: RankTable: volume must be named "ranktable"; the operator writes hccl.json into the host dir.
+RANKTABLE_VOLUME = "ranktable"
+RANKTABLE_MOUNT = "/user/serverid/devindex/config"
+RANKTABLE_HOST_ROOT = "/user/mindx-dl/ranktable"
+LOG_ROOT = "/var/log/mindx-dl"
+DRIVER_PATH = "/usr/local/Ascend/driver"
+
+# --- users (INST01 "Creating a User"; FAQ 337) --------------------------------------------------------------
+USER_HWHIAI = "HwHiAiUser"
+UID_HWHIAI = 1000
+USER_HWMINDX = "hwMindX"
+UID_HWMINDX = 9000
+
+# --- run.py patches (seeds) ---------------------------------------------------------------------------
+RUNPY_IMPORT_TASKD = "import taskd.python.adaptor.patch"
+RUNPY_IMPORT_MINDX_ELASTIC = "import mindx_elastic.api"

@@ -1,0 +1,1 @@
+"""The plan a profile implies (see :mod:`resumable.plan.model`)."""

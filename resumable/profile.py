@@ -1,0 +1,437 @@
+"""The profile: the one declaration a user writes (cluster facts + recovery intent).
+
+A profile has one cluster and one or more jobs. These dataclasses are its schema: the loader,
+``resumable schema`` and docs/profile.md are generated from them (see :mod:`resumable.binding`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+import yaml
+
+from .binding import bind, spec
+from .errors import ProfileError
+
+STRATEGIES = ("retry", "recover", "recover-in-place", "elastic-training", "dump", "exit")
+
+
+@dataclass
+class Nfs:
+    """An NFS export that holds the compile cache, checkpoints and ranktable directories."""
+
+    server: str = field(default="", metadata=spec("NFS server address.", required=True, example="10.0.0.10"))
+    path: str = field(default="", metadata=spec("Exported path on the server.", required=True))
+
+
+@dataclass
+class Storage:
+    """Shared storage for the compile cache, checkpoints and the ranktable (give nfs or storage_class)."""
+
+    nfs: Optional[Nfs] = field(default=None, metadata=spec("An NFS export mounted by every pod."))
+    storage_class: Optional[str] = field(
+        default=None, metadata=spec("A ReadWriteMany storage class to provision volumes from instead of NFS.")
+    )
+    cache_size: str = field(default="200Gi", metadata=spec("Size of the compile-cache volume."))
+    checkpoint_size: str = field(default="2Ti", metadata=spec("Size of the checkpoint volume."))
+    ranktable_size: str = field(default="1Gi", metadata=spec("Size of the ranktable volume."))
+
+
+@dataclass
+class Scheduler:
+    """MindCluster scheduling-stack settings (Volcano, device plugin, NodeD)."""
+
+    volcano: Optional[str] = field(
+        default=None,
+        metadata=spec("Volcano build (1.7.0, 1.9.0, 1.12.0); default: the release's newest.", version=True),
+    )
+    grace_over_time: int = field(
+        default=900,
+        metadata=spec(
+            "Volcano init-param grace-over-time: seconds a faulty pod may take to stop gracefully "
+            "before it is force-deleted (INST05 Table 3).",
+            minimum=2,
+            maximum=3600,
+        ),
+    )
+    hot_reset: Optional[int] = field(
+        default=None,
+        metadata=spec(
+            "Device plugin -hotReset; null = chosen from the recovery strategies (2 for process-level "
+            "recovery, 1 for graceful fault tolerance, otherwise off) (INST04 Table 3).",
+            choices=[-1, 0, 1, 2],
+        ),
+    )
+    list_watch_period: int = field(
+        default=5,
+        metadata=spec("Device plugin -listWatchPeriod in seconds (INST04; RT07).", minimum=3, maximum=1800),
+    )
+    report_interval: int = field(
+        default=5, metadata=spec("NodeD -reportInterval in seconds (INST09; RT07).", minimum=1, maximum=300)
+    )
+    image_registry: str = field(
+        default="",
+        metadata=spec("Registry prefix for MindCluster images; empty = the local names the release YAMLs use."),
+    )
+    image_pull_policy: Optional[str] = field(
+        default=None,
+        metadata=spec(
+            "Pull policy for all stack images; null = upstream's (Never for MindCluster images, "
+            "IfNotPresent for Volcano).",
+            choices=["Always", "IfNotPresent", "Never"],
+        ),
+    )
+    image_pull_secrets: List[str] = field(
+        default_factory=list, metadata=spec("Names of existing image pull secrets.")
+    )
+    resources: Dict[str, Dict[str, str]] = field(
+        default_factory=dict,
+        metadata=spec(
+            "Per-component resource overrides, e.g. volcano-scheduler: {cpu: '8', memory: 8Gi}.",
+        ),
+    )
+
+
+@dataclass
+class Cluster:
+    """Facts about the cluster the jobs run on."""
+
+    name: str = field(default="ascend", metadata=spec("A name for the cluster (used in outputs).", dns_name=True))
+    mindcluster: str = field(
+        default="",
+        metadata=spec("MindCluster release of every component.", version=True, required=True, example="7.3.0"),
+    )
+    chip: str = field(
+        default="ascend-910b",
+        metadata=spec(
+            "Chip family, as the ring-controller.atlas label writes it (YAMLCFG).",
+            choices=["ascend-910", "ascend-910b", "ascend-npu"],
+        ),
+    )
+    accelerator_type: str = field(
+        default="module-910b-8",
+        metadata=spec(
+            "Node label accelerator-type of the compute nodes, e.g. module-910b-8 (Atlas 800T A2), "
+            "module-a3-16 (Atlas 800T A3), module-a3-16-super-pod (Atlas 900 A3 SuperPoD).",
+        ),
+    )
+    arch: str = field(default="aarch64", metadata=spec("CPU architecture.", choices=["aarch64", "x86_64"]))
+    kubernetes: str = field(default="1.28", metadata=spec("Kubernetes version.", version=True))
+    container_runtime: str = field(
+        default="containerd", metadata=spec("Container runtime on the nodes.", choices=["containerd", "docker"])
+    )
+    host_network: bool = field(
+        default=False,
+        metadata=spec("Training pods use the host network (recommended above about 1000 nodes, YAMLCFG)."),
+    )
+    hdk: Optional[str] = field(
+        default=None, metadata=spec("NPU driver/firmware (HDK) version on the nodes.", version=True)
+    )
+    reserve_taskd_ports: Optional[bool] = field(
+        default=None,
+        metadata=spec(
+            "Reserve TaskD ports 9601/9602 in net.ipv4.ip_local_reserved_ports on the nodes; "
+            "null = when host_network is on and TaskD is used (RT07 notes)."
+        ),
+    )
+
+
+@dataclass
+class Image:
+    """The training image's software."""
+
+    name: Optional[str] = field(default=None, metadata=spec("Training image reference (registry/name:tag)."))
+    base: Optional[str] = field(default=None, metadata=spec("Base image the training image is built from."))
+    framework: str = field(default="pytorch", metadata=spec("Framework.", choices=["pytorch", "mindspore"]))
+    torch: Optional[str] = field(default=None, metadata=spec("PyTorch version.", version=True))
+    torch_npu: Optional[str] = field(
+        default=None,
+        metadata=spec(
+            "torch_npu version: the pip version (2.1.0.post8) or the FrameworkPTAdapter release (6.0.RC3).",
+            version=True,
+        ),
+    )
+    framework_pt_adapter: Optional[str] = field(
+        default=None,
+        metadata=spec(
+            "FrameworkPTAdapter release of torch_npu (6.0.RC3, 7.3.0); needed for the watchdog and "
+            "Parallel Store gates when torch_npu is given as a pip version.",
+            version=True,
+        ),
+    )
+    cann: Optional[str] = field(default=None, metadata=spec("CANN toolkit version.", version=True))
+    mindspore: Optional[str] = field(default=None, metadata=spec("MindSpore version.", version=True))
+    mindspeed_llm: Optional[str] = field(default=None, metadata=spec("MindSpeed-LLM version.", version=True))
+    taskd: Optional[str] = field(default=None, metadata=spec("TaskD wheel version (null: not installed).", version=True))
+    mindio_ttp: Optional[str] = field(
+        default=None, metadata=spec("MindIO TTP (TFT) wheel version (null: not installed).", version=True)
+    )
+    mindio_acp: Optional[str] = field(
+        default=None, metadata=spec("MindIO ACP wheel version (null: not installed).", version=True)
+    )
+    mindx_elastic: Optional[str] = field(
+        default=None,
+        metadata=spec("Legacy Elastic Agent (mindx_elastic) wheel version (null: not installed).", version=True),
+    )
+
+
+@dataclass
+class Hccl:
+    """HCCL timeouts (CANN environment variables)."""
+
+    connect_timeout: Optional[int] = field(
+        default=None,
+        metadata=spec(
+            "HCCL_CONNECT_TIMEOUT in seconds; null = CANN default 120 (HA-CANN-CONNECT).", minimum=120, maximum=7200
+        ),
+    )
+    exec_timeout: Optional[int] = field(
+        default=None,
+        metadata=spec(
+            "HCCL_EXEC_TIMEOUT in seconds, 0 = never; null = CANN default (1836 on A2) (HA-CANN-EXEC).",
+            minimum=0,
+            maximum=2147483647,
+        ),
+    )
+
+
+@dataclass
+class Recovery:
+    """Recovery intent: what MindCluster may do when a fault hits."""
+
+    fault_scheduling: str = field(
+        default="grace",
+        metadata=spec(
+            "Label fault-scheduling: grace (graceful delete, then force after grace-over-time), force, "
+            "or off (no resumable training) (YAMLCFG; RT04).",
+            choices=["grace", "force", "off"],
+        ),
+    )
+    fault_retry_times: Optional[int] = field(
+        default=None,
+        metadata=spec(
+            "Label fault-retry-times: unconditional retries on service-plane faults; null = unset.",
+            minimum=0,
+            maximum=100,
+        ),
+    )
+    pod_rescheduling: bool = field(
+        default=False, metadata=spec("Label pod-rescheduling=on: Pod-level rescheduling (RT04).")
+    )
+    strategies: List[str] = field(
+        default_factory=list,
+        metadata=spec(
+            "Annotation recover-strategy: process-level strategies, any of retry, recover, "
+            "recover-in-place, elastic-training, dump, exit (seed 配置进程级别重调度).",
+        ),
+    )
+    watchdog: str = field(
+        default="auto",
+        metadata=spec(
+            "Watchdog fault detection: auto (on where supported and allowed), on, off (seed 恢复时间优化 表1).",
+            choices=["auto", "on", "off"],
+        ),
+    )
+    max_restarts: Optional[int] = field(
+        default=None,
+        metadata=spec(
+            "torchrun --max_restarts: faults tolerated inside the container; null = 32767 (seed 表2).",
+            minimum=0,
+            maximum=32767,
+        ),
+    )
+    monitor_interval: Optional[int] = field(
+        default=None,
+        metadata=spec(
+            "torchrun --monitor_interval in seconds; null = 5 (seed 表2).", minimum=1, maximum=3600
+        ),
+    )
+    sub_health: str = field(
+        default="ignore",
+        metadata=spec(
+            "Label subHealthyStrategy (VCAPI; RT05).", choices=["ignore", "graceExit", "forceExit", "hotSwitch"]
+        ),
+    )
+    wait_reschedule_timeout: Optional[int] = field(
+        default=None,
+        metadata=spec(
+            "Annotation wait-reschedule-timeout in seconds; null = 270 (RT04).", minimum=30, maximum=270
+        ),
+    )
+    graceful: bool = field(
+        default=False,
+        metadata=spec("Deprecated graceful fault tolerance (device plugin -hotReset=1) (RT01)."),
+    )
+    taskd_process_enable: str = field(
+        default="auto",
+        metadata=spec(
+            "TASKD_PROCESS_ENABLE: auto (as the release needs), on, off (RT04).", choices=["auto", "on", "off"]
+        ),
+    )
+    termination_grace_period: int = field(
+        default=600,
+        metadata=spec(
+            "Pod terminationGracePeriodSeconds; must stay below Volcano grace-over-time (YAMLCFG).",
+            minimum=0,
+            maximum=86400,
+        ),
+    )
+    restart_policy: str = field(
+        default="Never",
+        metadata=spec("Replica restartPolicy.", choices=["Never", "OnFailure", "Always", "ExitCode"]),
+    )
+    ttp_port: Optional[int] = field(
+        default=8000, metadata=spec("MindIO TTP controller port (TTP_PORT, port ttp-port).", minimum=1, maximum=65535)
+    )
+
+
+@dataclass
+class Compile:
+    """Operator compilation: binaries, a compile cache on shared storage, or the framework default."""
+
+    mode: str = field(
+        default="default",
+        metadata=spec(
+            "binaries (jit_compile=False), cache (jit_compile=True + ASCEND_CACHE_PATH on shared storage), "
+            "or default (seed 恢复时间优化 表9/表10).",
+            choices=["binaries", "cache", "default"],
+        ),
+    )
+    cache_path: str = field(
+        default="/job/op_cache", metadata=spec("ASCEND_CACHE_PATH: where the shared compile cache is mounted.")
+    )
+    max_op_cache_size: Optional[int] = field(
+        default=None,
+        metadata=spec("ASCEND_MAX_OP_CACHE_SIZE; null = -1 on shared storage (seed 表10).", minimum=-1),
+    )
+    mindspore_graph_cache: bool = field(
+        default=False, metadata=spec("MindSpore graph cache (MS_COMPILER_CACHE_ENABLE) on shared storage.")
+    )
+
+
+@dataclass
+class Checkpoint:
+    """Checkpoints: where, how often, dying-gasp dump and MindIO ACP."""
+
+    path: str = field(default="/job/ckpt", metadata=spec("Checkpoint directory inside the pods (shared storage)."))
+    interval_minutes: float = field(
+        default=60.0, metadata=spec("Minutes between periodic checkpoints.", minimum=0.1, maximum=100000)
+    )
+    dump: bool = field(
+        default=False,
+        metadata=spec("Dying-gasp checkpoint on a fault (needs the dump strategy and MindIO TTP) (RT05)."),
+    )
+    mindio_acp: bool = field(default=False, metadata=spec("MindIO ACP asynchronous checkpointing (RT05)."))
+    load_seconds: Optional[float] = field(
+        default=None, metadata=spec("Measured checkpoint load time for the budget; null = estimate.", minimum=0)
+    )
+
+
+@dataclass
+class Budget:
+    """Estimates the recovery-time budget starts from; measured values beat defaults."""
+
+    step_seconds: float = field(default=10.0, metadata=spec("Seconds per training step.", minimum=0.001))
+    compile_seconds: float = field(
+        default=600.0, metadata=spec("Cold operator compile time after a restart, in seconds.", minimum=0)
+    )
+    comm_init_seconds: Optional[float] = field(
+        default=None, metadata=spec("Collective-communication init time; null = estimate from scale.", minimum=0)
+    )
+    pod_start_seconds: float = field(
+        default=120.0, metadata=spec("Seconds to pull/start one training pod on a node.", minimum=0)
+    )
+
+
+@dataclass
+class Job:
+    """One training job template."""
+
+    name: str = field(default="", metadata=spec("Job name.", required=True, dns_name=True))
+    namespace: str = field(default="default", metadata=spec("Namespace.", dns_name=True))
+    kind: str = field(
+        default="ascendjob",
+        metadata=spec("ascendjob (Ascend Operator) or vcjob (Volcano Job).", choices=["ascendjob", "vcjob"]),
+    )
+    image: Image = field(default_factory=Image, metadata=spec("The training image's software."))
+    nodes: int = field(default=1, metadata=spec("Number of nodes (one pod per node).", minimum=1, maximum=20000))
+    npus_per_node: int = field(default=8, metadata=spec("NPUs per node.", minimum=1, maximum=16))
+    launcher: str = field(
+        default="torchrun",
+        metadata=spec("Launcher.", choices=["torchrun", "torch_npu_run", "msrun"]),
+    )
+    script: str = field(default="train.py", metadata=spec("Training entry script the launcher starts."))
+    script_args: List[str] = field(default_factory=list, metadata=spec("Arguments of the training script."))
+    ranktable: bool = field(
+        default=False, metadata=spec("RankTable mode: the operator writes hccl.json to shared storage (RT05 Table 4).")
+    )
+    hccl: Hccl = field(default_factory=Hccl, metadata=spec("HCCL timeouts."))
+    recovery: Recovery = field(default_factory=Recovery, metadata=spec("Recovery intent."))
+    compile: Compile = field(default_factory=Compile, metadata=spec("Operator compilation."))
+    checkpoint: Checkpoint = field(default_factory=Checkpoint, metadata=spec("Checkpoints."))
+    budget: Budget = field(default_factory=Budget, metadata=spec("Recovery-time budget estimates."))
+    taskd_manager: str = field(
+        default="auto",
+        metadata=spec(
+            "Where the TaskD Manager runs: auto, rank0 (PyTorch), scheduler (MindSpore scheduler pod), off.",
+            choices=["auto", "rank0", "scheduler", "off"],
+        ),
+    )
+    taskd_port: int = field(
+        default=9601, metadata=spec("TaskD Manager port (fixed at 9601 by TaskD).", minimum=1, maximum=65535)
+    )
+    env: Dict[str, str] = field(
+        default_factory=dict, metadata=spec("Extra container environment (checked against what the plan sets).")
+    )
+    schedule_policy: Optional[str] = field(
+        default=None, metadata=spec("Annotation huawei.com/schedule_policy, e.g. chip8-node8 (VCAPI Table 3).")
+    )
+
+
+@dataclass
+class Profile:
+    """A resumable profile: one cluster and the job templates that run on it."""
+
+    cluster: Cluster = field(default_factory=Cluster, metadata=spec("Cluster facts.", required=True))
+    scheduler: Scheduler = field(default_factory=Scheduler, metadata=spec("Scheduling-stack settings."))
+    storage: Storage = field(default_factory=Storage, metadata=spec("Shared storage."))
+    jobs: List[Job] = field(
+        default_factory=list, metadata=spec("Job templates.", required=True, min_items=1)
+    )
+
+
+def load_profile(path: str) -> Profile:
+    """Read and bind a profile file; every failure is a :class:`ProfileError` naming the file."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        raise ProfileError("no such file", path, "Check the path (see examples/ for profiles).") from None
+    except IsADirectoryError:
+        raise ProfileError("is a directory, not a profile file", path, "Name a .yaml file.") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProfileError("cannot be read (%s)" % exc, path, "Check the file's permissions and encoding.") from None
+    return parse_profile(text, path)
+
+
+def parse_profile(text: str, source: str = "<profile>") -> Profile:
+    try:
+        data: Any = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = source if mark is None else "%s line %d column %d" % (source, mark.line + 1, mark.column + 1)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ProfileError("is not valid YAML (%s)" % problem, where, "Fix the YAML syntax there.") from None
+    if data is None:
+        raise ProfileError("is empty", source, "Start from a file in examples/.")
+    try:
+        return bind(Profile, data, "")
+    except ProfileError as exc:
+        exc.where = "%s: %s" % (source, exc.where) if exc.where else source
+        raise
+
+
+def profile_name(path: str) -> str:
+    return os.path.basename(path)

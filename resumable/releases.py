@@ -1,0 +1,128 @@
+"""What each MindCluster release supports: feature gates, Volcano builds, Kubernetes ranges.
+
+Every gate cites the MindCluster document it comes from (tags as in
+``shared/research/mindcluster.md`` section 0: RT0n = resumable-training user guide chapters,
+INSTnn = manual installation chapters, HAxx = hiascend.com pages for 7.x wording).
+"""
+
+from __future__ import annotations
+
+from typing import Dict, NamedTuple, Optional, Tuple
+
+from .versions import Version
+
+
+class Gate(NamedTuple):
+    since: str
+    source: str
+
+
+# --- feature gates (first MindCluster release that has the feature) -----------------------------
+#: Pod-level rescheduling needs cluster components 6.0.RC2 or later (seed "恢复时间优化", 表2).
+POD_RESCHEDULING = Gate("6.0.RC2", "seed 恢复时间优化(PyTorch) 表2; RT01")
+#: Job-level rescheduling documented from 6.0.RC2 (RT01, Job-level constraints).
+JOB_RESCHEDULING = Gate("6.0.RC2", "RT01 Job-level rescheduling constraints")
+#: TaskD Manager API (init_taskd_manager/start_taskd_manager) exists from 7.1.RC1.
+TASKD_MANAGER = Gate("7.1.RC1", "MC:@v7.1.RC1 component/taskd/taskd/api/; HA71-025")
+#: recover-in-place strategy added in 7.1.RC1.
+RECOVER_IN_PLACE = Gate("7.1.RC1", "HA71-025; RT04 Table 3")
+#: elastic-training strategy added in 7.2.RC1 (PyTorch only).
+ELASTIC_TRAINING = Gate("7.2.RC1", "MC:@v7.2.RC1 ascend-operator env.go; RT04")
+#: From 7.2.RC1 the Ascend Operator labels the PodGroup process-recover-enable=on and injects
+#: PROCESS_RECOVER, ELASTIC_PROCESS_RECOVER_ENABLE, ENABLE_RESTART_FAULT_PROCESS, HIGH_AVAILABILITY
+#: and HCCL_ASYNC_ERROR_HANDLING=0 from recover-strategy.
+OPERATOR_INJECTS_RECOVERY_ENV = Gate(
+    "7.2.RC1", "MC:@v7.2.RC1 component/ascend-operator/pkg/controllers/v1/{job.go,env.go}; HA73-078"
+)
+#: PyTorch run.py is patched with TaskD (import taskd.python.adaptor.patch) from 7.3.0; up to 7.2
+#: the Elastic Agent (import mindx_elastic.api) does it. mindx_elastic reaches end of life in 7.3.0.
+TASKD_RUNPY_PATCH = Gate("7.3.0", "seed 配置进程级别重调度 构建镜像; INST00 note; HA73-025")
+#: TaskD process features default on from 7.3.0 (TASKD_PROCESS_ENABLE=off disables); on 7.2.RC1
+#: they are on only when TASKD_PROCESS_ENABLE=on.
+TASKD_PROCESS_DEFAULT_ON = Gate(
+    "7.3.0", "MC:@v7.2.RC1/@v7.3.0 component/taskd/taskd/python/framework/manager/manager.py; RT04"
+)
+#: The Ascend Operator sets ASCEND_VISIBLE_DEVICES itself from 7.0.RC1.
+OPERATOR_SETS_VISIBLE_DEVICES = Gate("7.0.RC1", "MC:@v7.0.RC1 ascend-operator env.go setAscendVisibleDevicesEnv")
+#: MindIO ACP asynchronous checkpointing needs 6.0.RC2 or later (RT05 Tables 5-6).
+MINDIO_ACP = Gate("6.0.RC2", "RT05 Tables 5-6")
+#: Volcano's prefer-previous-node init-param exists from 26.1.0 (INST05).
+PREFER_PREVIOUS_NODE = Gate("26.1.0", "INST05 (DZ 05_volcano.md)")
+#: Graceful fault tolerance (hotReset=1) is not supported after PyTorch 7.2.RC1 / MindSpore 7.1.RC1.
+GRACEFUL_PYTORCH_LAST = Gate("7.2.RC1", "RT01; RT04 (graceful fault tolerance sunset)")
+GRACEFUL_MINDSPORE_LAST = Gate("7.1.RC1", "RT01; RT04 (graceful fault tolerance sunset)")
+
+# --- software gates (not MindCluster releases) -----------------------------------------------------
+#: Watchdog: PyTorch 2.1.0 or later and torch_npu (FrameworkPTAdapter) newer than 6.0.RC1; on by
+#: default there (seed 恢复时间优化 表1).
+WATCHDOG_TORCH = "2.1.0"
+WATCHDOG_ADAPTER_ABOVE = "6.0.RC1"
+#: MindSpore watchdog exists from 2.4 and is on by default (RT05, MindSpore).
+WATCHDOG_MINDSPORE = "2.4.0"
+#: Operator binaries and the operator compile cache need CANN 8.0.RC2 or later (seed 表9/表10).
+COMPILE_CANN = "8.0.RC2"
+#: torch_npu_run (Parallel Store) with torch >= 2.1 needs torch_npu newer than 6.0.RC3 (RT05 Table 2).
+PARALLEL_STORE_ADAPTER_ABOVE = "6.0.RC3"
+#: RankTable mode needs torch_npu newer than 6.0.RC3 (RT05 Table 4).
+RANKTABLE_ADAPTER_ABOVE = "6.0.RC3"
+#: MindIO ACP with MindSpore needs MindSpore 2.7.0 or later (RT05 Tables 5-6).
+ACP_MINDSPORE = "2.7.0"
+#: torch 2.6 changed the c10d rendezvous store; on 7.2 the docs patch rendezvous.py with a
+#: PrefixStore, from 7.3 the TaskD patch wraps it itself (HA72-075; torch_patch.py).
+PREFIX_STORE_TORCH = "2.6.0"
+
+# --- Volcano and Kubernetes -------------------------------------------------------------------------
+
+
+class VolcanoBuild(NamedTuple):
+    version: str
+    kubernetes_min: str
+    kubernetes_max: str
+
+
+#: Kubernetes ranges of the MindCluster Volcano builds (build.sh; INST00; Helm values 26.1).
+VOLCANO_BUILDS: Dict[str, VolcanoBuild] = {
+    "1.7.0": VolcanoBuild("1.7.0", "1.19", "1.28"),
+    "1.9.0": VolcanoBuild("1.9.0", "1.21", "1.29"),
+    "1.12.0": VolcanoBuild("1.12.0", "1.21", "1.34"),
+}
+
+
+class StackRelease(NamedTuple):
+    """A MindCluster release whose scheduling stack this project can deploy."""
+
+    version: str
+    volcano: Tuple[str, ...]
+    default_volcano: str
+
+
+#: Releases with upstream manifests checked by parity tests (shared/upstream/mindcluster/v*).
+STACK_RELEASES: Dict[str, StackRelease] = {
+    "6.0.0": StackRelease("6.0.0", ("1.7.0", "1.9.0"), "1.9.0"),
+    "7.3.0": StackRelease("7.3.0", ("1.7.0", "1.9.0"), "1.9.0"),
+    "26.0.0": StackRelease("26.0.0", ("1.7.0", "1.9.0"), "1.9.0"),
+    "26.1.0": StackRelease("26.1.0", ("1.7.0", "1.9.0", "1.12.0"), "1.12.0"),
+}
+
+#: Kubernetes range MindCluster documents for its components (APPX "Preparing the Installation
+#: Environment": 1.17 to 1.34).
+KUBERNETES_MIN = "1.17"
+KUBERNETES_MAX = "1.34"
+
+
+def at_least(release: Version, gate: Gate) -> bool:
+    return release >= Version(gate.since)
+
+
+def stack_release(release: Version) -> Optional[StackRelease]:
+    """The deployable stack for ``release``: same major.minor.patch (service packs map to their
+    base release, ``6.0.0.SPC1`` -> ``6.0.0``); ``None`` when the project has no manifests for it."""
+    if release.is_prerelease:
+        return None
+    key = "%d.%d.%d" % release.release[:3]
+    return STACK_RELEASES.get(key)
+
+
+def kubernetes_in_range(kubernetes: Version, build: VolcanoBuild) -> bool:
+    mm = kubernetes.major_minor
+    return Version(build.kubernetes_min).major_minor <= mm <= Version(build.kubernetes_max).major_minor

@@ -1,0 +1,25 @@
+"""All rules, registered on import. ``evaluate(profile)`` returns every violation."""
+
+from __future__ import annotations
+
+from . import cluster, compile, detection, network, process, rescheduling, software, timing
+from .base import ERROR, REGISTRY, WARNING, Finding, Rule, errors, evaluate, format_violation
+
+__all__ = [
+    "ERROR",
+    "REGISTRY",
+    "WARNING",
+    "Finding",
+    "Rule",
+    "cluster",
+    "compile",
+    "detection",
+    "errors",
+    "evaluate",
+    "format_violation",
+    "network",
+    "process",
+    "rescheduling",
+    "software",
+    "timing",
+]

@@ -1,0 +1,101 @@
+"""The rule registry: every constraint is a named rule with a source, evaluated on a profile."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Dict, Iterable, List, Optional
+
+from ..facts import JobFacts, all_job_facts
+from ..plan.model import Violation
+from ..profile import Profile
+
+ERROR = "error"
+WARNING = "warning"
+
+
+@dataclass
+class Finding:
+    """One breach of a rule: where (profile paths), what is wrong, and what to change."""
+
+    paths: List[str]
+    message: str
+    fix: str
+    severity: Optional[str] = None  # None: the rule's own severity
+
+
+ProfileCheck = Callable[[Profile, List[JobFacts]], Iterable[Finding]]
+JobCheck = Callable[[Profile, JobFacts], Iterable[Finding]]
+
+
+@dataclass
+class Rule:
+    id: str
+    title: str
+    severity: str
+    source: str
+    why: str
+    check: ProfileCheck = field(repr=False)
+
+
+REGISTRY: Dict[str, Rule] = {}
+
+
+def _register(rule_: Rule) -> None:
+    if rule_.id in REGISTRY:
+        raise RuntimeError("duplicate rule id %s" % rule_.id)
+    REGISTRY[rule_.id] = rule_
+
+
+def profile_rule(
+    id: str, title: str, source: str, severity: str = ERROR
+) -> Callable[[ProfileCheck], ProfileCheck]:
+    """Register a check over the whole profile. The docstring of the check is the rule's "why"."""
+
+    def wrap(fn: ProfileCheck) -> ProfileCheck:
+        _register(Rule(id, title, severity, source, " ".join((fn.__doc__ or "").split()), fn))
+        return fn
+
+    return wrap
+
+
+def job_rule(id: str, title: str, source: str, severity: str = ERROR) -> Callable[[JobCheck], JobCheck]:
+    """Register a check evaluated once per job."""
+
+    def wrap(fn: JobCheck) -> JobCheck:
+        def over_jobs(profile: Profile, facts: List[JobFacts]) -> Iterable[Finding]:
+            for f in facts:
+                yield from fn(profile, f)
+
+        _register(Rule(id, title, severity, source, " ".join((fn.__doc__ or "").split()), over_jobs))
+        return fn
+
+    return wrap
+
+
+def evaluate(profile: Profile) -> List[Violation]:
+    """Every violation of every rule, errors first, in rule-registration order otherwise."""
+    facts = all_job_facts(profile)
+    out: List[Violation] = []
+    for r in REGISTRY.values():
+        for finding in r.check(profile, facts):
+            out.append(
+                Violation(
+                    rule=r.id,
+                    severity=finding.severity or r.severity,
+                    paths=list(finding.paths),
+                    message=finding.message,
+                    fix=finding.fix,
+                    source=r.source,
+                )
+            )
+    out.sort(key=lambda v: 0 if v.severity == ERROR else 1)
+    return out
+
+
+def errors(violations: Iterable[Violation]) -> List[Violation]:
+    return [v for v in violations if v.severity == ERROR]
+
+
+def format_violation(v: Violation) -> str:
+    where = ", ".join(v.paths) if v.paths else "profile"
+    return "%s [%s] %s: %s Fix: %s (source: %s)" % (v.severity.upper(), v.rule, where, v.message, v.fix, v.source)

@@ -1,0 +1,137 @@
+"""Job- and Pod-level rescheduling, unconditional retry."""
+
+from __future__ import annotations
+
+from typing import Iterable, List
+
+from .. import releases as R
+from ..facts import JobFacts
+from ..profile import Profile
+from .base import WARNING, Finding, job_rule
+
+
+@job_rule(
+    "fault-scheduling-required",
+    "Rescheduling, retry and process-level recovery need the fault-scheduling label",
+    "YAMLCFG fault-scheduling; RT04 Table 1",
+)
+def fault_scheduling_required(profile: Profile, f: JobFacts) -> Iterable[Finding]:
+    """Without fault-scheduling (grace or force) MindCluster does no resumable training at all:
+    pod-rescheduling, fault-retry-times and recover-strategy are then ignored."""
+    r = f.job.recovery
+    if r.fault_scheduling != "off":
+        return
+    asked: List[str] = []
+    if r.pod_rescheduling:
+        asked.append("%s.recovery.pod_rescheduling" % f.path)
+    if f.strategies:
+        asked.append("%s.recovery.strategies" % f.path)
+    if r.fault_retry_times is not None:
+        asked.append("%s.recovery.fault_retry_times" % f.path)
+    if asked:
+        yield Finding(
+            ["%s.recovery.fault_scheduling" % f.path, *asked],
+            "fault_scheduling is off, so the recovery settings at %s have no effect" % ", ".join(asked),
+            "Set recovery.fault_scheduling: grace.",
+        )
+
+
+@job_rule(
+    "pod-rescheduling-release",
+    "Pod-level rescheduling needs cluster components 6.0.RC2 or later",
+    R.POD_RESCHEDULING.source,
+)
+def pod_rescheduling_release(profile: Profile, f: JobFacts) -> Iterable[Finding]:
+    """Pod-level rescheduling is supported only by 6.0.RC2 and later cluster-scheduling components."""
+    if f.pod_level and not f.at_least(R.POD_RESCHEDULING):
+        yield Finding(
+            ["cluster.mindcluster", "%s.recovery.pod_rescheduling" % f.path],
+            "pod_rescheduling needs MindCluster %s or later, the cluster runs %s"
+            % (R.POD_RESCHEDULING.since, f.release),
+            "Upgrade MindCluster or use job-level rescheduling (pod_rescheduling: false).",
+        )
+
+
+@job_rule(
+    "runpy-patch-package",
+    "The torch run.py patch comes from mindx_elastic up to 7.2 and from TaskD from 7.3",
+    "seed 恢复时间优化 表2 Dockerfile; seed 配置进程级别重调度 构建镜像; INST00 (Elastic Agent EOL 7.3.0)",
+)
+def runpy_patch_package(profile: Profile, f: JobFacts) -> Iterable[Finding]:
+    """Graceful fault tolerance, Pod-level and process-level recovery in PyTorch need torch's
+    distributed/run.py patched by the in-container agent: `import mindx_elastic.api` up to 7.2,
+    `import taskd.python.adaptor.patch` from 7.3.0, where the Elastic Agent reached end of life."""
+    if not f.is_pytorch:
+        return
+    img = f.job.image
+    needs_agent = f.uses_taskd or f.uses_mindx_elastic
+    if f.uses_mindx_elastic and img.mindx_elastic is None:
+        yield Finding(
+            ["%s.image.mindx_elastic" % f.path, "cluster.mindcluster"],
+            "MindCluster %s patches torch run.py with the Elastic Agent, but the image has no mindx_elastic "
+            "wheel" % f.release,
+            "Declare image.mindx_elastic (the wheel matching the cluster release) or upgrade to 7.3.0+ "
+            "and use TaskD.",
+        )
+    if f.at_least(R.TASKD_RUNPY_PATCH) and needs_agent and img.taskd is None:
+        yield Finding(
+            ["%s.image.taskd" % f.path, "cluster.mindcluster"],
+            "from MindCluster 7.3.0 torch run.py is patched by TaskD, but the image has no taskd wheel",
+            "Declare image.taskd (the TaskD wheel of release %s)." % f.release,
+        )
+    if f.at_least(R.TASKD_RUNPY_PATCH) and img.mindx_elastic is not None:
+        yield Finding(
+            ["%s.image.mindx_elastic" % f.path, "cluster.mindcluster"],
+            "mindx_elastic reached end of life in MindCluster 7.3.0; the cluster runs %s" % f.release,
+            "Remove image.mindx_elastic (pip uninstall mindx-elastic, drop its run.py line) and use TaskD.",
+        )
+
+
+@job_rule(
+    "pod-level-force-host-network",
+    "Pod-level rescheduling with fault-scheduling force cannot use the host network",
+    "YAMLCFG fault-scheduling (force); RT01 Pod-level constraints",
+)
+def pod_level_force_host_network(profile: Profile, f: JobFacts) -> Iterable[Finding]:
+    """With force, faulty pods are deleted at once; a replacement pod on the host network can then
+    collide with ports the old one still holds."""
+    if f.pod_level and f.job.recovery.fault_scheduling == "force" and profile.cluster.host_network:
+        yield Finding(
+            ["%s.recovery.fault_scheduling" % f.path, "cluster.host_network"],
+            "pod_rescheduling with fault_scheduling force is not supported on the host network",
+            "Use fault_scheduling: grace, or turn cluster.host_network off.",
+        )
+
+
+@job_rule(
+    "retry-restart-policy",
+    "fault-retry-times needs restartPolicy Never",
+    "YAMLCFG fault-retry-times; VCAPI; RT01 Service Plane Faults",
+)
+def retry_restart_policy(profile: Profile, f: JobFacts) -> Iterable[Finding]:
+    """Unconditional retry reacts to a pod in phase Failed; with any other restart policy the kubelet
+    restarts the container in place and the pod never fails."""
+    r = f.job.recovery
+    if r.fault_retry_times is not None and r.restart_policy != "Never":
+        yield Finding(
+            ["%s.recovery.fault_retry_times" % f.path, "%s.recovery.restart_policy" % f.path],
+            "fault_retry_times is set but restart_policy is %s" % r.restart_policy,
+            "Set recovery.restart_policy: Never.",
+        )
+
+
+@job_rule(
+    "rank0-escalation",
+    "A fault on the rank-0 pod always escalates to job-level rescheduling",
+    "K8S Table 6; RT01 Pod-level constraints",
+    severity=WARNING,
+)
+def rank0_escalation(profile: Profile, f: JobFacts) -> Iterable[Finding]:
+    """The rank-0 pod hosts the TaskD Manager and the rendezvous store: when it fails, neither Pod-
+    nor process-level recovery nor elastic training applies and MindCluster rebuilds the whole job."""
+    if f.pod_level or f.process_level:
+        yield Finding(
+            ["%s.recovery" % f.path],
+            "a fault on the rank-0 pod will still cost a job-level rescheduling",
+            "Budget for it (see the plan's budget); keep checkpoints frequent enough for that case.",
+        )
