@@ -101,9 +101,7 @@ def bind(cls: Type[T], data: Any, path: str) -> T:
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise ProfileError(
-            "expected a mapping, found %s" % _describe(data), path, "Write it as `key: value` lines."
-        )
+        raise ProfileError("expected a mapping, found %s" % _describe(data), path, "Write it as `key: value` lines.")
     hints = _hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     for key in data:
@@ -132,9 +130,7 @@ def _convert(tp: Any, value: Any, where: str, meta: Mapping[str, Any]) -> Any:
     if value is None:
         if optional:
             return None
-        raise ProfileError(
-            "must not be empty (expected %s)" % _type_name(tp), where, "Give a value or remove the key."
-        )
+        raise ProfileError("must not be empty (expected %s)" % _type_name(tp), where, "Give a value or remove the key.")
     origin = typing.get_origin(inner)
     if dataclasses.is_dataclass(inner):
         return bind(inner, value, where)  # type: ignore[arg-type]
@@ -169,15 +165,11 @@ def _convert(tp: Any, value: Any, where: str, meta: Mapping[str, Any]) -> Any:
 def _scalar(tp: Any, value: Any, where: str, meta: Mapping[str, Any]) -> Any:
     if tp is bool:
         if not isinstance(value, bool):
-            raise ProfileError(
-                "expected a boolean, found %s" % _describe(value), where, "Write true or false."
-            )
+            raise ProfileError("expected a boolean, found %s" % _describe(value), where, "Write true or false.")
         return value
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ProfileError(
-                "expected an integer, found %s" % _describe(value), where, "Write a whole number."
-            )
+            raise ProfileError("expected an integer, found %s" % _describe(value), where, "Write a whole number.")
     elif tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ProfileError("expected a number, found %s" % _describe(value), where, "Write a number.")
@@ -231,7 +223,7 @@ def _object_schema(cls: type) -> Dict[str, Any]:
     hints = _hints(cls)
     props: Dict[str, Any] = {}
     required: List[str] = []
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+    for f in dataclasses.fields(cls):
         props[f.name] = _field_schema(hints[f.name], f)
         if f.metadata.get("required"):
             required.append(f.name)
@@ -298,7 +290,7 @@ def markdown_reference(cls: type, prefix: str = "") -> List[str]:
     """Rows ``| key | type | default | meaning |`` for every field, depth first."""
     hints = _hints(cls)
     rows: List[str] = []
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+    for f in dataclasses.fields(cls):
         tp = hints[f.name]
         inner, _ = _unwrap_optional(tp)
         key = prefix + f.name
@@ -343,4 +335,3 @@ def _yaml_scalar(v: Any) -> str:
     if isinstance(v, (list, dict)) and not v:
         return "[]" if isinstance(v, list) else "{}"
     return str(v)
-

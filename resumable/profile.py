@@ -83,9 +83,7 @@ class Scheduler:
             choices=["Always", "IfNotPresent", "Never"],
         ),
     )
-    image_pull_secrets: List[str] = field(
-        default_factory=list, metadata=spec("Names of existing image pull secrets.")
-    )
+    image_pull_secrets: List[str] = field(default_factory=list, metadata=spec("Names of existing image pull secrets."))
     resources: Dict[str, Dict[str, str]] = field(
         default_factory=dict,
         metadata=spec(
@@ -120,7 +118,8 @@ class Cluster:
     arch: str = field(default="aarch64", metadata=spec("CPU architecture.", choices=["aarch64", "x86_64"]))
     kubernetes: str = field(default="1.28", metadata=spec("Kubernetes version.", version=True))
     container_runtime: str = field(
-        default="containerd", metadata=spec("Container runtime on the nodes.", choices=["containerd", "docker"])
+        default="containerd",
+        metadata=spec("Container runtime on the nodes.", choices=["containerd", "docker"]),
     )
     host_network: bool = field(
         default=False,
@@ -164,7 +163,9 @@ class Image:
     cann: Optional[str] = field(default=None, metadata=spec("CANN toolkit version.", version=True))
     mindspore: Optional[str] = field(default=None, metadata=spec("MindSpore version.", version=True))
     mindspeed_llm: Optional[str] = field(default=None, metadata=spec("MindSpeed-LLM version.", version=True))
-    taskd: Optional[str] = field(default=None, metadata=spec("TaskD wheel version (null: not installed).", version=True))
+    taskd: Optional[str] = field(
+        default=None, metadata=spec("TaskD wheel version (null: not installed).", version=True)
+    )
     mindio_ttp: Optional[str] = field(
         default=None, metadata=spec("MindIO TTP (TFT) wheel version (null: not installed).", version=True)
     )
@@ -184,7 +185,9 @@ class Hccl:
     connect_timeout: Optional[int] = field(
         default=None,
         metadata=spec(
-            "HCCL_CONNECT_TIMEOUT in seconds; null = CANN default 120 (HA-CANN-CONNECT).", minimum=120, maximum=7200
+            "HCCL_CONNECT_TIMEOUT in seconds; null = CANN default 120 (HA-CANN-CONNECT).",
+            minimum=120,
+            maximum=7200,
         ),
     )
     exec_timeout: Optional[int] = field(
@@ -244,21 +247,18 @@ class Recovery:
     )
     monitor_interval: Optional[int] = field(
         default=None,
-        metadata=spec(
-            "torchrun --monitor_interval in seconds; null = 5 (seed 表2).", minimum=1, maximum=3600
-        ),
+        metadata=spec("torchrun --monitor_interval in seconds; null = 5 (seed 表2).", minimum=1, maximum=3600),
     )
     sub_health: str = field(
         default="ignore",
         metadata=spec(
-            "Label subHealthyStrategy (VCAPI; RT05).", choices=["ignore", "graceExit", "forceExit", "hotSwitch"]
+            "Label subHealthyStrategy (VCAPI; RT05).",
+            choices=["ignore", "graceExit", "forceExit", "hotSwitch"],
         ),
     )
     wait_reschedule_timeout: Optional[int] = field(
         default=None,
-        metadata=spec(
-            "Annotation wait-reschedule-timeout in seconds; null = 270 (RT04).", minimum=30, maximum=270
-        ),
+        metadata=spec("Annotation wait-reschedule-timeout in seconds; null = 270 (RT04).", minimum=30, maximum=270),
     )
     graceful: bool = field(
         default=False,
@@ -267,7 +267,8 @@ class Recovery:
     taskd_process_enable: str = field(
         default="auto",
         metadata=spec(
-            "TASKD_PROCESS_ENABLE: auto (as the release needs), on, off (RT04).", choices=["auto", "on", "off"]
+            "TASKD_PROCESS_ENABLE: auto (as the release needs), on, off (RT04).",
+            choices=["auto", "on", "off"],
         ),
     )
     termination_grace_period: int = field(
@@ -283,7 +284,8 @@ class Recovery:
         metadata=spec("Replica restartPolicy.", choices=["Never", "OnFailure", "Always", "ExitCode"]),
     )
     ttp_port: Optional[int] = field(
-        default=8000, metadata=spec("MindIO TTP controller port (TTP_PORT, port ttp-port).", minimum=1, maximum=65535)
+        default=8000,
+        metadata=spec("MindIO TTP controller port (TTP_PORT, port ttp-port).", minimum=1, maximum=65535),
     )
 
 
@@ -300,7 +302,8 @@ class Compile:
         ),
     )
     cache_path: str = field(
-        default="/job/op_cache", metadata=spec("ASCEND_CACHE_PATH: where the shared compile cache is mounted.")
+        default="/job/op_cache",
+        metadata=spec("ASCEND_CACHE_PATH: where the shared compile cache is mounted."),
     )
     max_op_cache_size: Optional[int] = field(
         default=None,
@@ -325,7 +328,8 @@ class Checkpoint:
     )
     mindio_acp: bool = field(default=False, metadata=spec("MindIO ACP asynchronous checkpointing (RT05)."))
     load_seconds: Optional[float] = field(
-        default=None, metadata=spec("Measured checkpoint load time for the budget; null = estimate.", minimum=0)
+        default=None,
+        metadata=spec("Measured checkpoint load time for the budget; null = estimate.", minimum=0),
     )
 
 
@@ -338,7 +342,8 @@ class Budget:
         default=600.0, metadata=spec("Cold operator compile time after a restart, in seconds.", minimum=0)
     )
     comm_init_seconds: Optional[float] = field(
-        default=None, metadata=spec("Collective-communication init time; null = estimate from scale.", minimum=0)
+        default=None,
+        metadata=spec("Collective-communication init time; null = estimate from scale.", minimum=0),
     )
     pod_start_seconds: float = field(
         default=120.0, metadata=spec("Seconds to pull/start one training pod on a node.", minimum=0)
@@ -365,7 +370,8 @@ class Job:
     script: str = field(default="train.py", metadata=spec("Training entry script the launcher starts."))
     script_args: List[str] = field(default_factory=list, metadata=spec("Arguments of the training script."))
     ranktable: bool = field(
-        default=False, metadata=spec("RankTable mode: the operator writes hccl.json to shared storage (RT05 Table 4).")
+        default=False,
+        metadata=spec("RankTable mode: the operator writes hccl.json to shared storage (RT05 Table 4)."),
     )
     hccl: Hccl = field(default_factory=Hccl, metadata=spec("HCCL timeouts."))
     recovery: Recovery = field(default_factory=Recovery, metadata=spec("Recovery intent."))
@@ -383,10 +389,12 @@ class Job:
         default=9601, metadata=spec("TaskD Manager port (fixed at 9601 by TaskD).", minimum=1, maximum=65535)
     )
     env: Dict[str, str] = field(
-        default_factory=dict, metadata=spec("Extra container environment (checked against what the plan sets).")
+        default_factory=dict,
+        metadata=spec("Extra container environment (checked against what the plan sets)."),
     )
     schedule_policy: Optional[str] = field(
-        default=None, metadata=spec("Annotation huawei.com/schedule_policy, e.g. chip8-node8 (VCAPI Table 3).")
+        default=None,
+        metadata=spec("Annotation huawei.com/schedule_policy, e.g. chip8-node8 (VCAPI Table 3)."),
     )
 
 
@@ -397,9 +405,7 @@ class Profile:
     cluster: Cluster = field(default_factory=Cluster, metadata=spec("Cluster facts.", required=True))
     scheduler: Scheduler = field(default_factory=Scheduler, metadata=spec("Scheduling-stack settings."))
     storage: Storage = field(default_factory=Storage, metadata=spec("Shared storage."))
-    jobs: List[Job] = field(
-        default_factory=list, metadata=spec("Job templates.", required=True, min_items=1)
-    )
+    jobs: List[Job] = field(default_factory=list, metadata=spec("Job templates.", required=True, min_items=1))
 
 
 def load_profile(path: str) -> Profile:

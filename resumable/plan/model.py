@@ -187,9 +187,12 @@ class BudgetLine(PlanPart):
 
 @dataclasses.dataclass
 class BudgetPlan(PlanPart):
-    chosen: BudgetLine
-    baseline: BudgetLine  # job-level rescheduling
-    saving_seconds: float
+    """Recovery time per fault for each level of the ladder, against plain job-level rescheduling."""
+
+    ladder: List[BudgetLine]  # first tried first
+    baseline: BudgetLine  # job-level rescheduling, collective timeout, no compile help
+    best_saving_seconds: float
+    worst_saving_seconds: float
 
 
 @dataclasses.dataclass

@@ -34,10 +34,19 @@ class Rule:
     severity: str
     source: str
     why: str
+    module: str  # the topic: detection, rescheduling, process, ...
     check: ProfileCheck = field(repr=False)
 
 
 REGISTRY: Dict[str, Rule] = {}
+
+
+def _why(fn: Callable[..., object]) -> str:
+    return " ".join((fn.__doc__ or "").split())
+
+
+def _topic(fn: Callable[..., object]) -> str:
+    return fn.__module__.rsplit(".", 1)[-1]
 
 
 def _register(rule_: Rule) -> None:
@@ -46,13 +55,11 @@ def _register(rule_: Rule) -> None:
     REGISTRY[rule_.id] = rule_
 
 
-def profile_rule(
-    id: str, title: str, source: str, severity: str = ERROR
-) -> Callable[[ProfileCheck], ProfileCheck]:
+def profile_rule(id: str, title: str, source: str, severity: str = ERROR) -> Callable[[ProfileCheck], ProfileCheck]:
     """Register a check over the whole profile. The docstring of the check is the rule's "why"."""
 
     def wrap(fn: ProfileCheck) -> ProfileCheck:
-        _register(Rule(id, title, severity, source, " ".join((fn.__doc__ or "").split()), fn))
+        _register(Rule(id, title, severity, source, _why(fn), _topic(fn), fn))
         return fn
 
     return wrap
@@ -66,7 +73,7 @@ def job_rule(id: str, title: str, source: str, severity: str = ERROR) -> Callabl
             for f in facts:
                 yield from fn(profile, f)
 
-        _register(Rule(id, title, severity, source, " ".join((fn.__doc__ or "").split()), over_jobs))
+        _register(Rule(id, title, severity, source, _why(fn), _topic(fn), over_jobs))
         return fn
 
     return wrap
@@ -98,4 +105,11 @@ def errors(violations: Iterable[Violation]) -> List[Violation]:
 
 def format_violation(v: Violation) -> str:
     where = ", ".join(v.paths) if v.paths else "profile"
-    return "%s [%s] %s: %s Fix: %s (source: %s)" % (v.severity.upper(), v.rule, where, v.message, v.fix, v.source)
+    return "%s [%s] %s: %s. Fix: %s (source: %s)" % (
+        v.severity.upper(),
+        v.rule,
+        where,
+        v.message.rstrip("."),
+        v.fix,
+        v.source,
+    )

@@ -25,7 +25,12 @@ def watchdog_support(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     img = "%s.image" % f.path
     if f.is_pytorch:
         yield Finding(
-            ["%s.recovery.watchdog" % f.path, img + ".torch", img + ".torch_npu", img + ".framework_pt_adapter"],
+            [
+                "%s.recovery.watchdog" % f.path,
+                img + ".torch",
+                img + ".torch_npu",
+                img + ".framework_pt_adapter",
+            ],
             "watchdog is on but needs torch >= %s and torch_npu (FrameworkPTAdapter) newer than %s; "
             "the profile has torch %s, adapter %s"
             % (R.WATCHDOG_TORCH, R.WATCHDOG_ADAPTER_ABOVE, f.job.image.torch, f.adapter),

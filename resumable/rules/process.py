@@ -30,7 +30,6 @@ def unknown_strategy(profile: Profile, f: JobFacts) -> Iterable[Finding]:
         )
 
 
-
 @job_rule(
     "process-level-wheels",
     "Process-level strategies need the TaskD and MindIO TTP wheels in the image",
@@ -61,6 +60,7 @@ def process_level_wheels(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     "process-level-grace",
     "Process-level strategies need fault-scheduling grace",
     "seed 配置进程级别重调度 准备任务YAML; RT04; YAMLCFG",
+    severity=WARNING,
 )
 def process_level_grace(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     """The docs require grace so healthy pods get time to pause and the faulty one to dump. The
@@ -72,7 +72,6 @@ def process_level_grace(profile: Profile, f: JobFacts) -> Iterable[Finding]:
             "process-level recovery is documented with fault-scheduling grace; force is what the official "
             "Qwen3 sample uses, a documented discrepancy",
             "Prefer recovery.fault_scheduling: grace.",
-            severity=WARNING,
         )
 
 
@@ -199,7 +198,11 @@ def taskd_process_enable(profile: Profile, f: JobFacts) -> Iterable[Finding]:
         )
 
 
-@job_rule("recover-in-place-release", "recover-in-place needs MindCluster 7.1.RC1 or later", R.RECOVER_IN_PLACE.source)
+@job_rule(
+    "recover-in-place-release",
+    "recover-in-place needs MindCluster 7.1.RC1 or later",
+    R.RECOVER_IN_PLACE.source,
+)
 def recover_in_place_release(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     """The in-place strategy appeared in 7.1.RC1; before 7.2.RC1 ENABLE_RESTART_FAULT_PROCESS=on must
     be set by hand (the plan does it), from 7.2.RC1 the operator injects it."""
@@ -226,7 +229,8 @@ def elastic_training(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     if not f.at_least(R.ELASTIC_TRAINING):
         yield Finding(
             [*paths, "cluster.mindcluster"],
-            "elastic-training needs MindCluster %s or later, the cluster runs %s" % (R.ELASTIC_TRAINING.since, f.release),
+            "elastic-training needs MindCluster %s or later, the cluster runs %s"
+            % (R.ELASTIC_TRAINING.since, f.release),
             "Upgrade MindCluster or remove elastic-training.",
         )
     if not f.is_pytorch:
@@ -290,7 +294,11 @@ def dump_ttp_port(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     where = "%s.recovery.ttp_port" % f.path
     if wants and port is None:
         yield Finding([where], "dump needs a MindIO TTP port, ttp_port is null", "Set recovery.ttp_port: 8000.")
-    taken = {C.TASKD_MANAGER_PORT: "TaskD Manager", C.TASKD_PROXY_PORT: "TaskD Proxy", C.ASCENDJOB_PORT_DEFAULT: "ascendjob-port"}
+    taken = {
+        C.TASKD_MANAGER_PORT: "TaskD Manager",
+        C.TASKD_PROXY_PORT: "TaskD Proxy",
+        C.ASCENDJOB_PORT_DEFAULT: "ascendjob-port",
+    }
     if port is not None and port in taken and (wants or f.process_level):
         yield Finding([where], "ttp_port %d is the %s port" % (port, taken[port]), "Use 8000.")
 

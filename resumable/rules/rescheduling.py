@@ -70,8 +70,7 @@ def runpy_patch_package(profile: Profile, f: JobFacts) -> Iterable[Finding]:
             ["%s.image.mindx_elastic" % f.path, "cluster.mindcluster"],
             "MindCluster %s patches torch run.py with the Elastic Agent, but the image has no mindx_elastic "
             "wheel" % f.release,
-            "Declare image.mindx_elastic (the wheel matching the cluster release) or upgrade to 7.3.0+ "
-            "and use TaskD.",
+            "Declare image.mindx_elastic (the wheel matching the cluster release) or upgrade to 7.3.0+ and use TaskD.",
         )
     if f.at_least(R.TASKD_RUNPY_PATCH) and needs_agent and img.taskd is None:
         yield Finding(

@@ -44,7 +44,12 @@ def _walk(obj: Any, path: str) -> Iterable[Finding]:
                 yield Finding(
                     [where],
                     "%s is outside the allowed range %s to %s (%s)"
-                    % (value, "-inf" if lo is None else lo, "inf" if hi is None else hi, fl.metadata.get("doc", "")),
+                    % (
+                        value,
+                        "-inf" if lo is None else lo,
+                        "inf" if hi is None else hi,
+                        fl.metadata.get("doc", ""),
+                    ),
                     "Use a value from %s to %s." % (lo, hi),
                 )
 

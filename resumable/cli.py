@@ -1,0 +1,179 @@
+"""Command line: ``resumable validate|plan|schema|render|docs``.
+
+Exit codes: 0 success, 2 invalid input (unreadable file, bad YAML, schema error, rule errors, or
+warnings with --strict), 3 internal error. Problems are printed as one paragraph each, never as a
+traceback (set RESUMABLE_DEBUG=1 to see one for an internal error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import List, Optional, Sequence, TextIO
+
+import yaml
+
+from . import __version__
+from .binding import json_schema
+from .errors import ResumableError
+from .plan.build import build_plan
+from .plan.model import Plan, Violation
+from .plan.text import render_text
+from .profile import Profile, load_profile
+from .rules import ERROR, WARNING, evaluate, format_violation
+
+EXIT_OK, EXIT_INVALID, EXIT_INTERNAL = 0, 2, 3
+
+
+def _print_violations(violations: Sequence[Violation], out: TextIO) -> None:
+    for v in violations:
+        print("  " + format_violation(v), file=out)
+
+
+def _counts(violations: Sequence[Violation]) -> str:
+    e = sum(1 for v in violations if v.severity == ERROR)
+    w = sum(1 for v in violations if v.severity == WARNING)
+    return "%d error%s, %d warning%s" % (e, "" if e == 1 else "s", w, "" if w == 1 else "s")
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    worst = EXIT_OK
+    for path in args.profiles:
+        try:
+            profile = load_profile(path)
+        except ResumableError as exc:
+            print("INVALID %s" % exc, file=sys.stderr)
+            worst = EXIT_INVALID
+            continue
+        violations = evaluate(profile)
+        failing = [v for v in violations if v.severity == ERROR or (args.strict and v.severity == WARNING)]
+        if failing:
+            print("INVALID %s: %s" % (path, _counts(violations)))
+            worst = EXIT_INVALID
+        else:
+            print("OK %s: %s" % (path, _counts(violations)))
+        _print_violations(violations, sys.stdout)
+    return worst
+
+
+def _load_plan(path: str, strict: bool = False) -> Optional[Plan]:
+    profile: Profile = load_profile(path)
+    plan = build_plan(profile, path)
+    failing = [v for v in plan.violations if v.severity == ERROR or (strict and v.severity == WARNING)]
+    if failing:
+        print("INVALID %s: %s; fix these first:" % (path, _counts(plan.violations)), file=sys.stderr)
+        _print_violations(plan.violations, sys.stderr)
+        return None
+    return plan
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    plan = _load_plan(args.profile, args.strict)
+    if plan is None:
+        return EXIT_INVALID
+    if args.format == "json":
+        print(json.dumps(plan.to_dict(), indent=2, ensure_ascii=False))
+    elif args.format == "yaml":
+        print(yaml.safe_dump(plan.to_dict(), sort_keys=False, allow_unicode=True), end="")
+    else:
+        print(render_text(plan), end="")
+    return EXIT_OK
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    schema = json_schema(Profile, "resumable profile")
+    print(json.dumps(schema, indent=2, ensure_ascii=False))
+    return EXIT_OK
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    plan = _load_plan(args.profile, args.strict)
+    if plan is None:
+        return EXIT_INVALID
+    from .stack import UnsupportedStack, build_stack, check_supported
+    from .stack.render import write_stack
+
+    try:
+        check_supported(plan.scheduler)
+    except UnsupportedStack as exc:
+        print("error: %s" % exc, file=sys.stderr)
+        return EXIT_INVALID
+    objects = build_stack(plan.scheduler)
+    written = write_stack(objects, args.out)
+    print("wrote %d objects to %s" % (len(written), args.out))
+    return EXIT_OK
+
+
+def cmd_docs(args: argparse.Namespace) -> int:
+    from .docsgen import write_docs
+
+    changed = write_docs(args.out, check=args.check)
+    if args.check and changed:
+        print("out of date: %s (run `resumable docs`)" % ", ".join(changed), file=sys.stderr)
+        return EXIT_INVALID
+    for name in changed:
+        print("wrote %s" % name)
+    return EXIT_OK
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="resumable",
+        description="Validate a resumable-training profile and plan every layer from it.",
+    )
+    p.add_argument("--version", action="version", version="resumable " + __version__)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    v = sub.add_parser("validate", help="check profiles against every rule (exit 2 when invalid)")
+    v.add_argument("profiles", nargs="+", metavar="PROFILE")
+    v.add_argument("--strict", action="store_true", help="warnings fail too")
+    v.set_defaults(func=cmd_validate)
+
+    pl = sub.add_parser("plan", help="print everything the profile implies")
+    pl.add_argument("profile", metavar="PROFILE")
+    pl.add_argument("--format", choices=["text", "json", "yaml"], default="text")
+    pl.add_argument("--strict", action="store_true", help="warnings fail too")
+    pl.set_defaults(func=cmd_plan)
+
+    s = sub.add_parser("schema", help="print the profile's JSON Schema")
+    s.set_defaults(func=cmd_schema)
+
+    r = sub.add_parser("render", help="write the scheduling stack as YAML (for GitOps and air-gapped clusters)")
+    r.add_argument("profile", metavar="PROFILE")
+    r.add_argument("--out", required=True, metavar="DIR")
+    r.add_argument("--strict", action="store_true", help="warnings fail too")
+    r.set_defaults(func=cmd_render)
+
+    d = sub.add_parser("docs", help="regenerate docs/rules.md and docs/profile.md from the code")
+    d.add_argument("--out", default="docs", metavar="DIR")
+    d.add_argument("--check", action="store_true", help="only report files that are out of date")
+    d.set_defaults(func=cmd_docs)
+    return p
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        code: int = args.func(args)
+        return code
+    except ResumableError as exc:
+        print("error: %s" % exc, file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # an internal error still gets one paragraph, not a traceback
+        if os.environ.get("RESUMABLE_DEBUG"):
+            raise
+        print(
+            "internal error: %s: %s. This is a bug in resumable; rerun with RESUMABLE_DEBUG=1 for the "
+            "traceback and report it." % (type(exc).__name__, exc),
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,202 @@
+"""Recovery-time budget: MindCluster's own decomposition of the time lost per fault.
+
+RT00 "Performance Description": loss per fault T = T0 (rollback, about half the checkpoint
+interval) + T1 (rescheduling) + T2 (collective-communication init) + T3 (checkpoint load) +
+T4 (operator compilation). Fault detection comes first and is shown as its own term, since the
+watchdog exists to shorten it. Each term carries the assumption behind its number and where the
+number comes from; where no figure is published the term says so and names the profile field that
+overrides it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import List
+
+from ..facts import JobFacts
+from ..profile import Job
+from .model import BudgetLine, BudgetPlan, BudgetTerm
+
+#: The collective timeout a fault waits for without the watchdog (seed 恢复时间优化: 通常默认为30分钟).
+COLLECTIVE_TIMEOUT = 1800.0
+#: With watchdog and unconditional retry the job exits within 6 minutes (RT01).
+WATCHDOG_EXIT = 360.0
+#: Detection by device plugin / NodeD and ClusterD: under 5 s (RT00 recovery reference).
+AGENT_DETECT = 5.0
+#: Fault handling by ClusterD and the scheduler: under 30 s (RT00 recovery reference).
+HANDLE = 30.0
+#: Volcano schedules a 4000-5000 pod job in about 5 minutes once tuned (INST05).
+SCHEDULE_PODS, SCHEDULE_SECONDS = 4500.0, 300.0
+#: Checkpoint load of a 15B model from NFS at 4.8 GB/s read: about 90 s (RT00).
+DEFAULT_CKPT_LOAD = 90.0
+#: Share of the cold compile time left with a warm compile cache: no published figure (assumption).
+CACHE_SHARE = 0.2
+#: Comm-init estimate when no measurement is given (assumption, no published per-scale figure).
+COMM_INIT_BASE, COMM_INIT_PER_NODE = 20.0, 0.1
+
+
+def _schedule(pods: int) -> float:
+    return SCHEDULE_SECONDS * pods / SCHEDULE_PODS
+
+
+def _detect(f: JobFacts, level: str) -> BudgetTerm:
+    if level in ("retry", "recover-in-place", "recover", "elastic-training", "dump", "pod"):
+        return BudgetTerm(
+            "detect",
+            AGENT_DETECT,
+            "the device plugin, NodeD and the in-container agent report the fault",
+            "RT00 Training Recovery Duration Reference (detect < 5 s)",
+        )
+    if level == "job" and (f.process_level or f.pod_level):
+        return BudgetTerm(
+            "detect",
+            AGENT_DETECT,
+            "a lower level already detected the fault and escalated it",
+            "RT01 Fault Decision Description (fallback chain)",
+        )
+    if f.watchdog_on:
+        return BudgetTerm("detect", WATCHDOG_EXIT, "the watchdog ends the processes", "RT01 (job exits within 6 min)")
+    return BudgetTerm(
+        "detect",
+        COLLECTIVE_TIMEOUT,
+        "a parameter-plane fault waits for the collective timeout",
+        "seed 恢复时间优化 故障检测时间优化 (30 min default)",
+    )
+
+
+def _rollback(f: JobFacts, level: str) -> BudgetTerm:
+    job = f.job
+    if level in ("retry", "recover-in-place", "recover", "elastic-training"):
+        return BudgetTerm(
+            "T0 rollback",
+            job.budget.step_seconds,
+            "the current step is redone; parameters come from optimizer replicas",
+            "RT01 process-level rescheduling / online recovery",
+        )
+    if level == "dump":
+        return BudgetTerm(
+            "T0 rollback",
+            job.budget.step_seconds,
+            "the dying-gasp checkpoint loses less than one step",
+            "RT01; TFT 02",
+        )
+    return BudgetTerm(
+        "T0 rollback",
+        job.checkpoint.interval_minutes * 60.0 / 2.0,
+        "half of checkpoint.interval_minutes on average",
+        "RT00 Performance Description (T0 = interval / 2)",
+    )
+
+
+def _reschedule(f: JobFacts, level: str) -> BudgetTerm:
+    job = f.job
+    start = job.budget.pod_start_seconds
+    if level in ("retry", "recover-in-place"):
+        return BudgetTerm("T1 reschedule", 0.0, "no pod is replaced", "RT01 (in-place / online recovery)")
+    if level in ("recover", "pod", "dump"):
+        return BudgetTerm(
+            "T1 reschedule",
+            HANDLE + _schedule(1) + start,
+            "one pod is replaced: handling + scheduling + budget.pod_start_seconds",
+            "RT00 (handle < 30 s); INST05 (scheduling); profile budget.pod_start_seconds",
+        )
+    if level == "elastic-training":
+        return BudgetTerm(
+            "T1 reschedule",
+            HANDLE,
+            "no replacement: the job continues without the faulty replica",
+            "RT01 elastic training",
+        )
+    return BudgetTerm(
+        "T1 reschedule",
+        HANDLE + _schedule(job.nodes) + start,
+        "all %d pods are deleted, scheduled again (about 5 min per 4500 pods) and started" % job.nodes,
+        "RT00; INST05 (4-5k pods in about 5 min); profile budget.pod_start_seconds",
+    )
+
+
+def _comm_init(f: JobFacts, level: str) -> BudgetTerm:
+    job = f.job
+    if level == "retry":
+        return BudgetTerm("T2 comm init", 0.0, "communicators stay up", "RT01 online recovery")
+    measured = job.budget.comm_init_seconds
+    value = measured if measured is not None else COMM_INIT_BASE + COMM_INIT_PER_NODE * job.nodes
+    how = "budget.comm_init_seconds" if measured is not None else "estimate (no published per-scale figure)"
+    what = (
+        "communication groups are rebuilt"
+        if level in ("recover-in-place", "recover", "elastic-training")
+        else ("every rank initialises HCCL again")
+    )
+    return BudgetTerm("T2 comm init", value, "%s; %s" % (what, how), "RT05 Tables 2-4 (what shortens it)")
+
+
+def _ckpt_load(f: JobFacts, level: str) -> BudgetTerm:
+    job = f.job
+    if level in ("retry", "recover-in-place", "recover", "elastic-training"):
+        return BudgetTerm(
+            "T3 ckpt load",
+            0.0,
+            "parameters are copied from replica ranks over HCCL, not read from storage (assumption: counted in T2)",
+            "RT05 parameter-plane restore",
+        )
+    load = job.checkpoint.load_seconds
+    value = load if load is not None else DEFAULT_CKPT_LOAD
+    how = "checkpoint.load_seconds" if load is not None else "15B model from NFS, about 90 s"
+    return BudgetTerm("T3 ckpt load", value, how, "RT00 Training Recovery Duration Reference")
+
+
+def _compile(f: JobFacts, level: str, mode: str) -> BudgetTerm:
+    job = f.job
+    cold = job.budget.compile_seconds
+    if level == "retry":
+        return BudgetTerm("T4 compile", 0.0, "processes keep their compiled operators", "RT01 online recovery")
+    if mode == "binaries":
+        return BudgetTerm("T4 compile", 0.0, "pre-built operator binaries need no compilation", "seed 恢复时间优化 表9")
+    if mode == "cache":
+        return BudgetTerm(
+            "T4 compile",
+            cold * CACHE_SHARE,
+            "the shared compile cache is warm; %d%% of budget.compile_seconds (assumption, no published "
+            "figure)" % int(CACHE_SHARE * 100),
+            "seed 恢复时间优化 表10",
+        )
+    return BudgetTerm("T4 compile", cold, "cold compilation (budget.compile_seconds)", "RT00; profile")
+
+
+def _line(f: JobFacts, level: str, mode: str) -> BudgetLine:
+    terms = [
+        _detect(f, level),
+        _rollback(f, level),
+        _reschedule(f, level),
+        _comm_init(f, level),
+        _ckpt_load(f, level),
+        _compile(f, level, mode),
+    ]
+    return BudgetLine(level, terms, round(sum(t.seconds for t in terms), 1))
+
+
+def ladder(f: JobFacts) -> List[str]:
+    """The recovery levels in the order ClusterD tries them (RT01 Fault Decision Description;
+    clusterd recover/controller.go firstChooseStrategy), restricted to what the job enables."""
+    order = ["retry", "recover-in-place", "recover", "elastic-training", "dump", "exit"]
+    levels = [s for s in order if s in f.strategies and s != "exit"]
+    if f.pod_level:
+        levels.append("pod")
+    if f.job_level:
+        levels.append("job")
+    return levels
+
+
+def budget(f: JobFacts, job: Job) -> BudgetPlan:
+    levels = ladder(f) or ["job"]
+    lines = [_line(f, level, job.compile.mode) for level in levels]
+    # The baseline: job-level rescheduling with neither the watchdog nor compile help.
+    base_facts = dataclasses.replace(f, watchdog_on=False, strategies=[], process_level=False, pod_level=False)
+    baseline = _line(base_facts, "job", "default")
+    totals = [line.total_seconds for line in lines]
+    return BudgetPlan(
+        ladder=lines,
+        baseline=baseline,
+        best_saving_seconds=round(baseline.total_seconds - min(totals), 1),
+        worst_saving_seconds=round(baseline.total_seconds - max(totals), 1),
+    )

@@ -1,0 +1,117 @@
+"""The plan as text for people: what will be set where, and the recovery-time budget."""
+
+from __future__ import annotations
+
+from typing import List
+
+from .model import BudgetLine, EnvVar, JobPlan, Plan
+
+
+def _env(e: EnvVar) -> str:
+    value = e.value if e.field_path is None else "<%s>" % e.field_path
+    return "%s=%s" % (e.name, value) + ("   # %s" % e.reason if e.reason else "")
+
+
+def _minutes(seconds: float) -> str:
+    return "%.1f min" % (seconds / 60.0) if seconds >= 120 else "%.0f s" % seconds
+
+
+def _budget_line(line: BudgetLine) -> List[str]:
+    out = ["    %-6s total %s" % (line.level, _minutes(line.total_seconds))]
+    for t in line.terms:
+        out.append("      %-14s %9s  %s [%s]" % (t.name, _minutes(t.seconds), t.assumption, t.source))
+    return out
+
+
+def _job(job: JobPlan) -> List[str]:
+    out = ["", "job %s/%s (%s, %s)" % (job.namespace, job.name, job.kind, job.framework)]
+    out.append("  recovery ladder: %s" % " -> ".join(job.levels or ["none"]))
+    out.append("  labels:")
+    out.extend("    %s: %s" % kv for kv in sorted(job.labels.items()))
+    if job.annotations:
+        out.append("  annotations:")
+        out.extend("    %s: %s" % kv for kv in sorted(job.annotations.items()))
+    for r in job.replicas:
+        out.append(
+            "  replica %s x%d: %d NPU, restartPolicy %s, terminationGracePeriodSeconds %d, hostNetwork %s%s"
+            % (
+                r.type,
+                r.replicas,
+                r.npus,
+                r.restart_policy,
+                r.termination_grace_period_seconds,
+                str(r.host_network).lower(),
+                ", runs the TaskD Manager" if r.runs_taskd_manager else "",
+            )
+        )
+    ports = job.replicas[0].ports if job.replicas else []
+    out.append("  ports (every pod): %s" % ", ".join("%d/%s" % (p.container_port, p.name) for p in ports))
+    out.append("  container env:")
+    out.extend("    " + _env(e) for e in (job.replicas[0].env if job.replicas else []))
+    out.append("  volumes:")
+    for v in job.volumes:
+        src = v.claim_name or v.path or v.source
+        out.append("    %s -> %s (%s)" % (v.name, v.mount_path, src))
+    img = job.image
+    if img.dockerfile:
+        out.append("  image recipe:")
+        out.extend("    " + line for line in img.dockerfile)
+    lau = job.launcher
+    out.append("  launcher: %s %s" % (lau.launcher, " ".join(lau.args)))
+    if lau.ld_preload:
+        out.append("    LD_PRELOAD=%s:$LD_PRELOAD" % ":".join(lau.ld_preload))
+    m = lau.taskd_manager
+    if m.enabled:
+        out.append(
+            "    TaskD Manager on %s (%s): job_id=$%s node_nums=%d proc_per_node=%d TASKD_PROCESS_ENABLE=%s"
+            % (m.where, m.condition, m.job_id_env, m.node_nums, m.proc_per_node, m.process_enable)
+        )
+    out.append("    compile mode: %s" % lau.compile_mode)
+    notes = job.notes + img.notes + lau.notes
+    if notes:
+        out.append("  notes:")
+        out.extend("    - %s [%s]" % (n.text, n.source) for n in notes)
+    b = job.budget
+    out.append("  recovery-time budget per fault (T0 rollback + T1 reschedule + T2 comm init + T3 load + T4 compile):")
+    for line in b.ladder:
+        out.extend(_budget_line(line))
+    out.append("    baseline: job-level rescheduling without watchdog or compile help")
+    out.extend(_budget_line(b.baseline))
+    out.append(
+        "    saving per fault: %s (best level) to %s (last level)"
+        % (_minutes(b.best_saving_seconds), _minutes(b.worst_saving_seconds))
+    )
+    return out
+
+
+def render_text(plan: Plan) -> str:
+    s = plan.scheduler
+    out = ["plan for %s (cluster %s)" % (plan.profile, plan.cluster_name)]
+    out.append(
+        "scheduler: MindCluster %s (stack %s), Volcano %s with %s, %s"
+        % (s.release, s.stack_release or "not deployable", s.volcano_version, s.volcano_plugin_name, s.arch)
+    )
+    out.append("  device plugin: %s" % " ".join("%s=%s" % kv for kv in s.device_plugin_args.items()))
+    out.append("  NodeD: %s" % " ".join("%s=%s" % kv for kv in s.noded_args.items()))
+    out.append("  Volcano init-params: %s" % ", ".join("%s=%s" % kv for kv in s.volcano_init_params.items()))
+    n = plan.nodes
+    out.append("nodes:")
+    out.append("  compute labels: %s" % ", ".join("%s=%s" % kv for kv in n.labels.items()))
+    out.append("  management labels: %s" % ", ".join("%s=%s" % kv for kv in n.master_labels.items()))
+    out.append("  users: %s" % ", ".join("%s(%d)" % (u["name"], u["uid"]) for u in n.users))
+    if n.reserved_ports:
+        out.append("  reserved ports: %s" % ",".join(str(p) for p in n.reserved_ports))
+    for m in n.shared_mounts:
+        out.append("  shared mount: %s -> %s" % (m["src"], m["path"]))
+    if plan.storage:
+        out.append("shared volumes:")
+        for vol in plan.storage:
+            out.append("  %s: %s at %s (%s, %s)" % (vol.name, vol.purpose, vol.mount_path, vol.storage, vol.size))
+    for job in plan.jobs:
+        out.extend(_job(job))
+    if plan.violations:
+        out.append("")
+        out.append("findings:")
+        for v in plan.violations:
+            out.append("  %s [%s] %s: %s" % (v.severity, v.rule, ", ".join(v.paths), v.message))
+    return "\n".join(out) + "\n"
