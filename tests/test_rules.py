@@ -1,0 +1,419 @@
+"""Every rule: a profile that breaks it (rule id and offending path reported) and a near one where it holds."""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any, Dict, List, Tuple
+
+import pytest
+import yaml
+
+from resumable.cli import main
+from resumable.profile import parse_profile
+from resumable.rules import REGISTRY, evaluate, format_violation
+
+BASE = """
+cluster:
+  name: t
+  mindcluster: "7.3.0"
+  chip: ascend-910b
+  accelerator_type: module-910b-8
+  arch: aarch64
+  kubernetes: "1.28"
+scheduler:
+  volcano: "1.9.0"
+storage:
+  nfs: {server: 192.0.2.10, path: /exports/ascend}
+jobs:
+  - name: train
+    image:
+      framework: pytorch
+      torch: "2.7.1"
+      torch_npu: "2.7.1.post2"
+      framework_pt_adapter: "7.3.0"
+      cann: "8.5.0"
+      mindspeed_llm: "2.3.0"
+      taskd: "7.3.0"
+      mindio_ttp: "7.3.0"
+    nodes: 4
+    npus_per_node: 8
+    recovery:
+      fault_scheduling: grace
+      fault_retry_times: 10
+      strategies: [recover, recover-in-place, dump, exit]
+      monitor_interval: 1
+    compile: {mode: cache}
+    checkpoint: {dump: true}
+"""
+
+DELETE = object()
+J = "jobs[0]."
+
+
+def _set(doc: Any, path: str, value: Any) -> None:
+    parts = re.findall(r"[^.\[\]]+|\[\d+\]", path)
+    node = doc
+    for part in parts[:-1]:
+        if part.startswith("["):
+            node = node[int(part[1:-1])]
+        else:
+            node = node.setdefault(part, {})
+    last = parts[-1]
+    if last.startswith("["):
+        index = int(last[1:-1])
+        if index == len(node):
+            node.append(value)
+        else:
+            node[index] = value
+    elif value is DELETE:
+        node.pop(last, None)
+    else:
+        node[last] = value
+
+
+def profile_with(patch: Dict[str, Any]) -> Any:
+    doc = yaml.safe_load(BASE)
+    for path, value in patch.items():
+        _set(doc, path, value if value is DELETE else copy.deepcopy(value))
+    return parse_profile(yaml.safe_dump(doc), "test")
+
+
+def ids(patch: Dict[str, Any]) -> Dict[str, List[str]]:
+    out: Dict[str, List[str]] = {}
+    for v in evaluate(profile_with(patch)):
+        out.setdefault(v.rule, []).extend(v.paths)
+    return out
+
+
+SECOND_JOB = yaml.safe_load(BASE)["jobs"][0]
+
+# rule id -> list of (breaking patch, a path the violation must name), holding patch
+CASES: Dict[str, Tuple[List[Tuple[Dict[str, Any], str]], Dict[str, Any]]] = {
+    "stack-release": ([({"cluster.mindcluster": "7.2.RC1"}, "cluster.mindcluster")], {}),
+    "volcano-version": (
+        [
+            ({"scheduler.volcano": "1.12.0"}, "scheduler.volcano"),
+            ({"cluster.kubernetes": "1.30"}, "cluster.kubernetes"),
+        ],
+        {"scheduler.volcano": "1.7.0"},
+    ),
+    "kubernetes-version": ([({"cluster.kubernetes": "1.35"}, "cluster.kubernetes")], {"cluster.kubernetes": "1.21"}),
+    "storage-choice": ([({"storage.storage_class": "cephfs"}, "storage.storage_class")], {}),
+    "unique-job-names": ([({"jobs[1]": SECOND_JOB}, "jobs[1].name")], {"jobs[1]": dict(SECOND_JOB, name="other")}),
+    "compile-exclusive": (
+        [
+            ({J + "compile.mode": "binaries", J + "env": {"ASCEND_CACHE_PATH": "/x"}}, J + "env.ASCEND_CACHE_PATH"),
+            ({J + "compile.mode": "binaries", J + "compile.max_op_cache_size": -1}, J + "compile.max_op_cache_size"),
+            ({J + "env": {"ASCEND_CACHE_PATH": "/elsewhere"}}, J + "compile.cache_path"),
+        ],
+        {J + "compile.mode": "binaries"},
+    ),
+    "compile-cann": ([({J + "image.cann": "8.0.RC1"}, J + "image.cann")], {J + "image.cann": "8.0.RC2"}),
+    "compile-cache-shared-storage": (
+        [({"storage.nfs": DELETE}, J + "compile.mode")],
+        {"storage.nfs": DELETE, "storage.storage_class": "cephfs"},
+    ),
+    "compile-cache-max-size": (
+        [
+            ({J + "compile.max_op_cache_size": 1024}, J + "compile.max_op_cache_size"),
+            ({J + "env": {"ASCEND_MAX_OP_CACHE_SIZE": "10"}}, J + "env.ASCEND_MAX_OP_CACHE_SIZE"),
+        ],
+        {J + "compile.max_op_cache_size": -1},
+    ),
+    "watchdog-support": (
+        [
+            (
+                {
+                    J + "recovery.strategies": [],
+                    J + "checkpoint.dump": False,
+                    J + "recovery.watchdog": "on",
+                    J + "image.torch": "2.0.1",
+                },
+                J + "recovery.watchdog",
+            ),
+            (
+                {
+                    J + "recovery.strategies": [],
+                    J + "checkpoint.dump": False,
+                    J + "recovery.watchdog": "on",
+                    J + "image.framework_pt_adapter": "6.0.RC1",
+                },
+                J + "image.framework_pt_adapter",
+            ),
+        ],
+        {J + "recovery.strategies": [], J + "checkpoint.dump": False, J + "recovery.watchdog": "on"},
+    ),
+    "watchdog-process-level": (
+        [
+            ({J + "recovery.watchdog": "on"}, J + "recovery.watchdog"),
+            ({J + "env": {"HCCL_ASYNC_ERROR_HANDLING": "1"}}, J + "env.HCCL_ASYNC_ERROR_HANDLING"),
+        ],
+        {J + "recovery.watchdog": "off", J + "env": {"HCCL_ASYNC_ERROR_HANDLING": "0"}},
+    ),
+    "host-network": (
+        [
+            ({"cluster.host_network": True, J + "env": {"HCCL_IF_IP": "10.0.0.1"}}, J + "env.HCCL_IF_IP"),
+            ({"cluster.host_network": True, "cluster.reserve_taskd_ports": False}, "cluster.reserve_taskd_ports"),
+        ],
+        {"cluster.host_network": True},
+    ),
+    "unknown-strategy": (
+        [({J + "recovery.strategies": ["recover", "recovr", "dump"]}, J + "recovery.strategies")],
+        {J + "recovery.strategies": ["recover", "dump"]},
+    ),
+    "process-level-wheels": (
+        [
+            ({J + "image.mindio_ttp": DELETE}, J + "image.mindio_ttp"),
+            ({J + "image.taskd": DELETE}, J + "image.taskd"),
+        ],
+        {},
+    ),
+    "process-level-grace": ([({J + "recovery.fault_scheduling": "force"}, J + "recovery.fault_scheduling")], {}),
+    "process-level-ascendjob": ([({J + "kind": "vcjob"}, J + "kind")], {J + "kind": "ascendjob"}),
+    "process-level-hot-reset": ([({"scheduler.hot_reset": 1}, "scheduler.hot_reset")], {"scheduler.hot_reset": 2}),
+    "taskd-manager-placement": (
+        [
+            ({J + "taskd_manager": "scheduler"}, J + "taskd_manager"),
+            ({J + "taskd_manager": "off"}, J + "taskd_manager"),
+        ],
+        {J + "taskd_manager": "rank0"},
+    ),
+    "taskd-port": ([({J + "taskd_port": 9701}, J + "taskd_port")], {J + "taskd_port": 9601}),
+    "taskd-process-enable": (
+        [
+            ({J + "recovery.taskd_process_enable": "off"}, J + "recovery.taskd_process_enable"),
+            ({J + "env": {"TASKD_PROCESS_ENABLE": "on"}}, J + "env.TASKD_PROCESS_ENABLE"),
+        ],
+        {J + "recovery.taskd_process_enable": "on"},
+    ),
+    "recover-in-place-release": (
+        [({"cluster.mindcluster": "7.0.RC1"}, J + "recovery.strategies")],
+        {"cluster.mindcluster": "7.1.RC1"},
+    ),
+    "elastic-training": (
+        [
+            (
+                {"cluster.mindcluster": "7.1.RC1", J + "recovery.strategies": ["elastic-training", "dump"]},
+                "cluster.mindcluster",
+            ),
+            (
+                {J + "image.framework": "mindspore", J + "recovery.strategies": ["elastic-training"]},
+                J + "image.framework",
+            ),
+        ],
+        {J + "recovery.strategies": ["recover", "elastic-training", "dump"]},
+    ),
+    "graceful-exclusive": (
+        [
+            ({J + "recovery.graceful": True}, J + "recovery.graceful"),
+            (
+                {J + "recovery.graceful": True, J + "recovery.strategies": [], J + "checkpoint.dump": False},
+                "cluster.mindcluster",
+            ),
+        ],
+        {
+            "cluster.mindcluster": "7.1.RC1",
+            J + "recovery.graceful": True,
+            J + "recovery.strategies": [],
+            J + "checkpoint.dump": False,
+        },
+    ),
+    "graceexit-needs-dump": (
+        [
+            (
+                {
+                    J + "recovery.sub_health": "graceExit",
+                    J + "recovery.strategies": ["recover"],
+                    J + "checkpoint.dump": False,
+                },
+                J + "recovery.sub_health",
+            )
+        ],
+        {J + "recovery.sub_health": "graceExit"},
+    ),
+    "dump-ttp-port": (
+        [
+            ({J + "recovery.ttp_port": 9601}, J + "recovery.ttp_port"),
+            ({J + "recovery.ttp_port": None}, J + "recovery.ttp_port"),
+        ],
+        {J + "recovery.ttp_port": 8000},
+    ),
+    "checkpoint-dump-strategy": (
+        [({J + "recovery.strategies": ["recover"]}, J + "checkpoint.dump")],
+        {J + "recovery.strategies": ["recover"], J + "checkpoint.dump": False},
+    ),
+    "process-level-retry-times": ([({J + "recovery.fault_retry_times": DELETE}, J + "recovery.fault_retry_times")], {}),
+    "fault-scheduling-required": (
+        [({J + "recovery.fault_scheduling": "off"}, J + "recovery.fault_scheduling")],
+        {J + "recovery.fault_scheduling": "grace"},
+    ),
+    "pod-rescheduling-release": (
+        [
+            (
+                {"cluster.mindcluster": "6.0.RC1", J + "recovery.pod_rescheduling": True},
+                J + "recovery.pod_rescheduling",
+            )
+        ],
+        {"cluster.mindcluster": "6.0.RC2", J + "recovery.pod_rescheduling": True},
+    ),
+    "runpy-patch-package": (
+        [
+            ({J + "image.taskd": DELETE}, J + "image.taskd"),
+            ({J + "image.mindx_elastic": "7.3.0"}, J + "image.mindx_elastic"),
+            (
+                {
+                    "cluster.mindcluster": "7.2.RC1",
+                    J + "recovery.strategies": [],
+                    J + "checkpoint.dump": False,
+                    J + "recovery.pod_rescheduling": True,
+                },
+                J + "image.mindx_elastic",
+            ),
+        ],
+        {},
+    ),
+    "pod-level-force-host-network": (
+        [
+            (
+                {
+                    J + "recovery.pod_rescheduling": True,
+                    J + "recovery.fault_scheduling": "force",
+                    "cluster.host_network": True,
+                },
+                "cluster.host_network",
+            )
+        ],
+        {J + "recovery.pod_rescheduling": True, "cluster.host_network": True},
+    ),
+    "retry-restart-policy": (
+        [({J + "recovery.restart_policy": "OnFailure"}, J + "recovery.restart_policy")],
+        {J + "recovery.restart_policy": "Never"},
+    ),
+    "rank0-escalation": (
+        [
+            ({}, J + "recovery"),
+            (
+                {J + "recovery.strategies": [], J + "checkpoint.dump": False, J + "recovery.pod_rescheduling": True},
+                J + "recovery",
+            ),
+        ],
+        {J + "recovery.strategies": [], J + "checkpoint.dump": False},
+    ),
+    "launcher-framework": ([({J + "launcher": "msrun"}, J + "launcher")], {J + "launcher": "torch_npu_run"}),
+    "torch-npu-run-version": (
+        [
+            ({J + "launcher": "torch_npu_run", J + "image.framework_pt_adapter": "6.0.RC3"}, J + "launcher"),
+            (
+                {J + "launcher": "torch_npu_run", J + "image.framework_pt_adapter": DELETE},
+                J + "image.framework_pt_adapter",
+            ),
+        ],
+        {J + "launcher": "torch_npu_run", J + "image.framework_pt_adapter": "6.0.0"},
+    ),
+    "ranktable-adapter": (
+        [({J + "ranktable": True, J + "image.framework_pt_adapter": "6.0.RC2"}, J + "ranktable")],
+        {J + "ranktable": True},
+    ),
+    "wheel-release-match": (
+        [
+            ({J + "image.taskd": "7.2.0"}, J + "image.taskd"),
+            ({J + "image.mindio_ttp": "26.0.0"}, J + "image.mindio_ttp"),
+        ],
+        {J + "image.taskd": "7.3.0"},
+    ),
+    "mindio-acp": (
+        [
+            ({J + "checkpoint.mindio_acp": True}, J + "image.mindio_acp"),
+            ({J + "checkpoint.mindio_acp": True, J + "image.mindio_acp": "7.3.0"}, J + "recovery.strategies"),
+        ],
+        {J + "checkpoint.mindio_acp": True, J + "image.mindio_acp": "7.3.0", J + "image.mindspeed_llm": DELETE},
+    ),
+    "grace-period-below-volcano": (
+        [
+            ({J + "recovery.termination_grace_period": 900}, J + "recovery.termination_grace_period"),
+            ({"scheduler.grace_over_time": 300}, "scheduler.grace_over_time"),
+        ],
+        {J + "recovery.termination_grace_period": 899},
+    ),
+    "value-range": (
+        [
+            ({J + "recovery.monitor_interval": 0}, J + "recovery.monitor_interval"),
+            ({J + "recovery.max_restarts": 40000}, J + "recovery.max_restarts"),
+            ({J + "recovery.fault_retry_times": 101}, J + "recovery.fault_retry_times"),
+            ({J + "recovery.wait_reschedule_timeout": 20}, J + "recovery.wait_reschedule_timeout"),
+            ({J + "recovery.wait_reschedule_timeout": 271}, J + "recovery.wait_reschedule_timeout"),
+            ({J + "hccl.connect_timeout": 60}, J + "hccl.connect_timeout"),
+            ({J + "hccl.connect_timeout": 7201}, J + "hccl.connect_timeout"),
+            ({J + "hccl.exec_timeout": -1}, J + "hccl.exec_timeout"),
+            ({"scheduler.grace_over_time": 1}, "scheduler.grace_over_time"),
+            ({"scheduler.list_watch_period": 2}, "scheduler.list_watch_period"),
+            ({"scheduler.report_interval": 301}, "scheduler.report_interval"),
+            ({J + "nodes": 0}, J + "nodes"),
+        ],
+        {
+            J + "recovery.monitor_interval": 1,
+            J + "recovery.max_restarts": 32767,
+            J + "recovery.fault_retry_times": 100,
+            J + "recovery.wait_reschedule_timeout": 30,
+            J + "hccl.connect_timeout": 7200,
+            J + "hccl.exec_timeout": 0,
+        },
+    ),
+    "hccl-exec-timeout-atlas800": (
+        [({"cluster.chip": "ascend-910", J + "hccl.exec_timeout": 100}, J + "hccl.exec_timeout")],
+        {"cluster.chip": "ascend-910", J + "hccl.exec_timeout": 136},
+    ),
+}
+
+
+def test_every_rule_has_cases() -> None:
+    assert sorted(CASES) == sorted(REGISTRY), "add a breaking and a holding case for every rule"
+
+
+def test_base_profile_is_clean() -> None:
+    found = {v.rule for v in evaluate(profile_with({})) if v.severity == "error"}
+    assert found == set()
+
+
+BREAKING = [(rule, i, patch, path) for rule, (breaks, _) in CASES.items() for i, (patch, path) in enumerate(breaks)]
+
+
+@pytest.mark.parametrize("rule,index,patch,path", BREAKING, ids=["%s-%d" % (r, i) for r, i, _, _ in BREAKING])
+def test_rule_breaks(rule: str, index: int, patch: Dict[str, Any], path: str) -> None:
+    found = ids(patch)
+    assert rule in found, "expected %s, got %s" % (rule, sorted(found))
+    assert path in found[rule], "expected %s to name %s, it named %s" % (rule, path, found[rule])
+
+
+@pytest.mark.parametrize("rule", sorted(CASES))
+def test_rule_holds(rule: str) -> None:
+    found = ids(CASES[rule][1])
+    assert rule not in found, found.get(rule)
+
+
+def test_violation_text_names_rule_path_fix_and_source() -> None:
+    violations = [
+        v for v in evaluate(profile_with({J + "recovery.watchdog": "on"})) if v.rule == "watchdog-process-level"
+    ]
+    assert violations
+    text = format_violation(violations[0])
+    assert text.startswith("ERROR [watchdog-process-level] jobs[0].recovery.watchdog")
+    assert "Fix: " in text and "source: " in text
+
+
+def test_cli_prints_rule_id_and_exits_2(tmp_path: Any, capsys: Any) -> None:
+    doc = yaml.safe_load(BASE)
+    doc["jobs"][0]["recovery"]["watchdog"] = "on"
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    assert main(["validate", str(path)]) == 2
+    out = capsys.readouterr().out
+    assert "[watchdog-process-level]" in out and "INVALID" in out
+
+
+def test_warnings_fail_only_with_strict(tmp_path: Any) -> None:
+    path = tmp_path / "p.yaml"
+    path.write_text(BASE)
+    assert main(["validate", str(path)]) == 0
+    assert main(["validate", "--strict", str(path)]) == 2  # rank0-escalation is a warning
