@@ -55,10 +55,7 @@ def _set(doc: Any, path: str, value: Any) -> None:
     parts = re.findall(r"[^.\[\]]+|\[\d+\]", path)
     node = doc
     for part in parts[:-1]:
-        if part.startswith("["):
-            node = node[int(part[1:-1])]
-        else:
-            node = node.setdefault(part, {})
+        node = node[int(part[1:-1])] if part.startswith("[") else node.setdefault(part, {})
     last = parts[-1]
     if last.startswith("["):
         index = int(last[1:-1])
