@@ -6,7 +6,6 @@ A profile has one cluster and one or more jobs. These dataclasses are its schema
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
@@ -437,7 +436,3 @@ def parse_profile(text: str, source: str = "<profile>") -> Profile:
     except ProfileError as exc:
         exc.where = "%s: %s" % (source, exc.where) if exc.where else source
         raise
-
-
-def profile_name(path: str) -> str:
-    return os.path.basename(path)
