@@ -21,7 +21,6 @@ from .volcano import is_19, is_112
 
 ASCENDJOB_CRD = "ascendjobs.mindxdl.gitee.com"
 RESTART_POLICIES = ["Always", "OnFailure", "Never", "ExitCode"]
-CLEAN_POD_POLICIES = ["All", "Running", "None"]
 
 PRESERVE: Obj = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
 
@@ -105,8 +104,10 @@ def _col(name: str, path: str, type_: str, priority: Optional[int] = None) -> Ob
 def ascendjob_schema() -> Obj:
     replica = _obj(
         {
-            "replicas": {**_int(), "default": 1},
-            "restartPolicy": {"type": "string", "enum": RESTART_POLICIES, "default": "Never"},
+            "replicas": _int(),
+            # Upstream only names the values in the description; the enum rejects a typo at
+            # admission instead of at reconcile (JobValidFailed).
+            "restartPolicy": {"type": "string", "enum": RESTART_POLICIES},
             "template": {**PRESERVE, "description": "core/v1 PodTemplateSpec (not expanded here)"},
         }
     )
@@ -122,7 +123,7 @@ def ascendjob_schema() -> Obj:
         {
             "activeDeadlineSeconds": _int("int64"),
             "backoffLimit": _int(),
-            "cleanPodPolicy": {"type": "string", "enum": CLEAN_POD_POLICIES, "default": "Running"},
+            "cleanPodPolicy": STRING,
             "schedulingPolicy": scheduling,
             "ttlSecondsAfterFinished": _int(),
         }

@@ -23,6 +23,7 @@ RUNTIME_SOCKETS = {
         ("docker-shim", "/var/run/dockershim.sock"),
         ("docker", "/var/run/docker"),
         ("cri-dockerd", "/var/run/cri-dockerd.sock"),
+        ("containerd", "/run/containerd"),
     ],
     "containerd": [("containerd", "/run/containerd")],
 }

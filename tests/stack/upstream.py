@@ -1,0 +1,25 @@
+"""Where the upstream release manifests are (reference data, never copied into the project)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+DEFAULT = Path(__file__).resolve().parents[2] / ".." / "shared" / "upstream"
+
+
+def upstream_root() -> Path:
+    return Path(os.environ.get("ASCEND_RESUMABLE_UPSTREAM", str(DEFAULT)))
+
+
+def release_dir(release: str) -> Path:
+    """``<upstream>/mindcluster/v<release>``; skips the test when the folder is absent."""
+    path = upstream_root() / "mindcluster" / f"v{release}"
+    if not path.is_dir():
+        pytest.skip(
+            f"upstream manifests not found at {path} (the ../shared/upstream folder beside the repo, "
+            "or set ASCEND_RESUMABLE_UPSTREAM)"
+        )
+    return path
