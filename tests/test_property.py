@@ -7,8 +7,8 @@ grows. Occasionally a node is replaced by a wrong type, an out-of-range number, 
 unknown strategy name or an arbitrary version-like string.
 
 Example counts come from the hypothesis profile: ``ci`` (500 examples; chosen when CI or
-HYPOTHESIS_PROFILE=ci is set) or ``dev`` (100). They are applied to these tests only, not loaded
-globally, so other test modules keep their own settings.
+HYPOTHESIS_PROFILE=ci is set; HYPOTHESIS_PROFILE=dev overrides CI) or ``dev`` (100). They are
+applied to these tests only, not loaded globally, so other test modules keep their own settings.
 """
 
 from __future__ import annotations
@@ -40,7 +40,10 @@ settings.register_profile(
     "ci", max_examples=500, deadline=None, derandomize=False, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.register_profile("dev", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-PROFILE_NAME = "ci" if os.environ.get("CI") or os.environ.get("HYPOTHESIS_PROFILE") == "ci" else "dev"
+# HYPOTHESIS_PROFILE (ci or dev) wins; otherwise CI selects "ci".
+PROFILE_NAME = os.environ.get("HYPOTHESIS_PROFILE", "")
+if PROFILE_NAME not in ("ci", "dev"):
+    PROFILE_NAME = "ci" if os.environ.get("CI") else "dev"
 PROFILE_SETTINGS = settings.get_profile(PROFILE_NAME)
 
 # Real version strings seen across the Ascend stack (MindCluster, CANN, HDK, torch_npu, frameworks, Volcano, k8s).
