@@ -75,7 +75,7 @@ def d2_plugin_name(up: Facts, ours: Facts) -> None:
 
 def d5_resilience_args(up: Facts, ours: Facts) -> None:
     """D5: the plan's resilience flags are added to the device plugin and NodeD."""
-    for (kind, _, name), f in _workloads(up):
+    for _key, f in _workloads(up):
         for cname, c in f["containers"].items():
             if cname == "device-plugin-01":
                 c["args"][1].update(RESILIENCE_DEVICE_PLUGIN_ARGS)
