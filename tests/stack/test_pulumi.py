@@ -1,0 +1,225 @@
+"""MindClusterScheduler and the Pulumi program under Pulumi mocks (no CLI, no cluster).
+
+Mocks are installed before ``components`` is imported (testinfra.md section 6); the inputs the
+mocks receive are the manifests the provider would apply, so they are validated too.
+"""
+
+from __future__ import annotations
+
+import runpy
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import pulumi
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+SECRET_SIG = "4dabf18193072939515e22adb298388d"  # pulumi's marker of a secret value in inputs
+
+
+class Mocks(pulumi.runtime.Mocks):
+    def __init__(self) -> None:
+        self.resources: List[pulumi.runtime.MockResourceArgs] = []
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> Any:
+        self.resources.append(args)
+        return [f"{args.name}_id", dict(args.inputs)]
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> Any:
+        return {}
+
+    def kubernetes(self) -> List[pulumi.runtime.MockResourceArgs]:
+        return [r for r in self.resources if r.typ.startswith("kubernetes:")]
+
+
+MOCKS = Mocks()
+pulumi.runtime.set_mocks(MOCKS, preview=False)
+
+from components import MindClusterScheduler, MindClusterSchedulerArgs  # noqa: E402
+from components.scheduler import TYPE_TOKEN  # noqa: E402
+
+from .plans import scheduler_plan  # noqa: E402
+
+
+def settled(component: MindClusterScheduler, check: Any) -> Any:
+    """Run ``check`` once every child has been registered with the mocks."""
+    outputs = [r.urn for r in component.resources.values()]
+    return pulumi.Output.all(*outputs).apply(check)
+
+
+def inputs_of(kind: str, name: str) -> Dict[str, Any]:
+    for r in MOCKS.kubernetes():
+        if r.inputs.get("kind") == kind and r.inputs.get("metadata", {}).get("name") == name:
+            return dict(r.inputs)
+    raise AssertionError(f"{kind}/{name} was not registered")
+
+
+def container_args(obj: Dict[str, Any]) -> str:
+    return " ".join(obj["spec"]["template"]["spec"]["containers"][0]["args"])
+
+
+@pytest.fixture
+def fresh() -> None:
+    MOCKS.resources.clear()
+
+
+@pulumi.runtime.test
+def test_children_parented_and_ordered(fresh: None) -> Any:
+    component = MindClusterScheduler("mc", MindClusterSchedulerArgs(scheduler_plan("7.3.0", "1.9.0")))
+    stage_keys = _stage_keys(component)
+    stage_resources = [[component.resources[key] for key in keys] for keys in stage_keys]
+
+    for index, keys in enumerate(stage_keys):
+        expected = stage_resources[index - 1] if index else []
+        for key in keys:
+            options = component.child_options[key]
+            assert options.parent is component, key
+            assert list(options.depends_on or []) == expected, key
+
+    def check(urns: List[str]) -> None:
+        assert all(f"{TYPE_TOKEN}$kubernetes:" in urn for urn in urns), "child not parented to the component"
+        registered = {(r.inputs["kind"], r.inputs["metadata"]["name"]) for r in MOCKS.kubernetes()}
+        assert ("Deployment", "volcano-scheduler") in registered
+        assert ("CustomResourceDefinition", "ascendjobs.mindxdl.gitee.com") in registered
+        assert len(MOCKS.kubernetes()) == len(component.resources)
+
+    return settled(component, check)
+
+
+def _stage_keys(component: MindClusterScheduler) -> List[List[str]]:
+    from components.scheduler import object_key
+
+    return [[object_key(o) for o in stage.objects] for stage in component.stages]
+
+
+@pulumi.runtime.test
+def test_volcano_before_operator_before_clusterd(fresh: None) -> Any:
+    component = MindClusterScheduler("order", MindClusterSchedulerArgs(scheduler_plan("26.1.0", "1.12.0")))
+    opts = component.child_options
+    volcano = component.resources["Deployment/volcano-system/volcano-controllers"]
+    operator = component.resources["Deployment/mindx-dl/ascend-operator-manager"]
+    assert volcano in (opts["Deployment/mindx-dl/ascend-operator-manager"].depends_on or [])
+    assert operator in (opts["Deployment/mindx-dl/clusterd"].depends_on or [])
+    clusterd = component.resources["Deployment/mindx-dl/clusterd"]
+    assert clusterd in (opts["DaemonSet/kube-system/ascend-device-plugin-daemonset"].depends_on or [])
+    return settled(component, lambda _: None)
+
+
+@pulumi.runtime.test
+def test_registered_manifests_are_valid_and_carry_resilience_settings(fresh: None) -> Any:
+    import kubernetes_validate
+
+    plan = scheduler_plan(
+        "26.0.0",
+        "1.9.0",
+        grace_over_time=1200,
+        volcano_init_params={"grace-over-time": "1200"},
+        noded_args={"-reportInterval": "7"},
+    )
+    component = MindClusterScheduler("res", MindClusterSchedulerArgs(plan))
+
+    def check(_: Any) -> None:
+        for r in MOCKS.kubernetes():
+            kubernetes_validate.validate(dict(r.inputs), "1.28", strict=True)
+        ds = inputs_of("DaemonSet", "ascend-device-plugin-daemonset-910")
+        assert "-hotReset=2" in container_args(ds) and "-volcanoType=true" in container_args(ds)
+        assert "-listWatchPeriod=5" in container_args(ds)
+        assert "-reportInterval=7" in container_args(inputs_of("DaemonSet", "noded"))
+        conf = inputs_of("ConfigMap", "volcano-scheduler-configmap")["data"]["volcano-scheduler.conf"]
+        assert "grace-over-time: '1200'" in conf
+        assert "volcano-npu_v26.0.0_linux-aarch64" in conf
+        svc = inputs_of("Service", "clusterd-grpc-svc")
+        assert svc["spec"]["ports"][0]["port"] == 8899
+
+    return settled(component, check)
+
+
+def test_unsupported_plan_fails_at_preview() -> None:
+    with pytest.raises(pulumi.RunError, match=r"volcano_version = '1.12.0' is not supported"):
+        MindClusterScheduler("bad", MindClusterSchedulerArgs(scheduler_plan("7.3.0", "1.12.0")))
+
+
+@pulumi.runtime.test
+def test_pull_secret_data_is_a_secret(fresh: None) -> Any:
+    plan = scheduler_plan(image_pull_secrets=["regcred"])
+    args = MindClusterSchedulerArgs(plan, docker_config_json='{"auths": {}}')
+    component = MindClusterScheduler("sec", args)
+
+    def check(_: Any) -> None:
+        secrets = [r for r in MOCKS.kubernetes() if r.inputs.get("kind") == "Secret"]
+        assert sorted(s.inputs["metadata"]["namespace"] for s in secrets) == sorted(
+            ["volcano-system", "mindx-dl", "kube-system", "npu-exporter"]
+        )
+        for s in secrets:
+            assert s.inputs["type"] == "kubernetes.io/dockerconfigjson"
+            assert SECRET_SIG in s.inputs["stringData"], "pull secret content is not marked secret"
+        ds = inputs_of("DaemonSet", "noded")
+        assert ds["spec"]["template"]["spec"]["imagePullSecrets"] == [{"name": "regcred"}]
+
+    return settled(component, check)
+
+
+def test_pull_secret_without_a_name_is_refused() -> None:
+    args = MindClusterSchedulerArgs(scheduler_plan(), docker_config_json="{}")
+    with pytest.raises(pulumi.RunError, match="image_pull_secrets"):
+        MindClusterScheduler("nosecretname", args)
+
+
+# --- the program (__main__.py) ----------------------------------------------------------------------
+
+
+def run_program(config: Dict[str, str]) -> Any:
+    pulumi.runtime.set_all_config({f"project:{k}": v for k, v in config.items()})
+    try:
+        return runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
+    finally:
+        pulumi.runtime.set_all_config({})
+
+
+def _example() -> Optional[Path]:
+    path = ROOT / "examples" / "pytorch-process-recovery.yaml"
+    return path if path.exists() else None
+
+
+@pulumi.runtime.test
+def test_program_deploys_the_example_profile(fresh: None) -> Any:
+    example = _example()
+    if example is None:
+        pytest.skip("examples/pytorch-process-recovery.yaml not present")
+    program = run_program({"profile": str(example)})
+    stack = program["stack"]
+
+    def check(_: Any) -> None:
+        assert not [r for r in MOCKS.resources if r.typ == "pulumi:providers:kubernetes"]
+        ds = inputs_of("DaemonSet", "ascend-device-plugin-daemonset-910")
+        assert "-hotReset=2" in container_args(ds)
+
+    return settled(stack, check)
+
+
+@pulumi.runtime.test
+def test_program_makes_one_provider_from_config(fresh: None) -> Any:
+    example = _example()
+    if example is None:
+        pytest.skip("examples/pytorch-process-recovery.yaml not present")
+    program = run_program({"profile": str(example), "context": "ascend-prod"})
+    stack = program["stack"]
+
+    def check(_: Any) -> None:
+        providers = [r for r in MOCKS.resources if r.typ == "pulumi:providers:kubernetes"]
+        assert len(providers) == 1 and providers[0].inputs.get("context") == "ascend-prod"
+        children = MOCKS.kubernetes()
+        assert children and all(r.provider and "pulumi:providers:kubernetes" in r.provider for r in children)
+
+    return settled(stack, check)
+
+
+def test_program_reports_a_bad_profile_as_one_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("cluster:\n  name: x\n  mindcluster: '7.3.0'\n  no_such_key: 1\n")
+    with pytest.raises(pulumi.RunError, match=r"profile .*bad.yaml"):
+        run_program({"profile": str(bad)})
