@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import re
 import typing
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar
@@ -63,14 +64,23 @@ def _type_name(tp: Any) -> str:
     tp, optional = _unwrap_optional(tp)
     origin = typing.get_origin(tp)
     if origin in (list, List):
-        name = "list of %s" % _type_name(typing.get_args(tp)[0])
+        name = "a list of %s" % _plural(typing.get_args(tp)[0])
     elif origin in (dict, Dict):
-        name = "mapping of %s" % _type_name(typing.get_args(tp)[1])
+        name = "a mapping of %s" % _plural(typing.get_args(tp)[1])
     elif dataclasses.is_dataclass(tp):
-        name = "mapping"
+        name = "a mapping"
     else:
-        name = {str: "string", int: "integer", float: "number", bool: "boolean"}.get(tp, str(tp))
+        name = {str: "a string", int: "an integer", float: "a number", bool: "a boolean"}.get(tp, str(tp))
     return name + (" or null" if optional else "")
+
+
+def _plural(tp: Any) -> str:
+    tp, _ = _unwrap_optional(tp)
+    if typing.get_origin(tp) in (list, List):
+        return "lists"
+    if typing.get_origin(tp) in (dict, Dict) or dataclasses.is_dataclass(tp):
+        return "mappings"
+    return {str: "strings", int: "integers", float: "numbers", bool: "booleans"}.get(tp, str(tp))
 
 
 def _did_you_mean(key: str, known: Sequence[str]) -> str:
@@ -108,7 +118,7 @@ def bind(cls: Type[T], data: Any, path: str) -> T:
         if not isinstance(key, str) or key not in fields:
             raise ProfileError(
                 "unknown key %r" % (key,),
-                path or "profile",
+                path or None,
                 _did_you_mean(str(key), list(fields)),
             )
     values: Dict[str, Any] = {}
@@ -119,7 +129,7 @@ def bind(cls: Type[T], data: Any, path: str) -> T:
         elif f.metadata.get("required"):
             raise ProfileError(
                 "required key %r is missing" % name,
-                path or "profile",
+                path or None,
                 "Add `%s:` (%s)." % (name, f.metadata.get("doc", "")),
             )
     return cls(**values)
@@ -174,6 +184,8 @@ def _scalar(tp: Any, value: Any, where: str, meta: Mapping[str, Any]) -> Any:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ProfileError("expected a number, found %s" % _describe(value), where, "Write a number.")
         value = float(value)
+        if not math.isfinite(value):
+            raise ProfileError("%s is not a finite number" % value, where, "Write a finite number.")
     elif tp is str:
         if isinstance(value, (int, float)) and not isinstance(value, bool) and not meta.get("version"):
             value = str(value)

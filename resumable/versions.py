@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Tuple, Union
+from typing import List, Tuple, Union
 
 _RELEASE = re.compile(r"^\d+(\.\d+)*")
 
@@ -54,18 +54,14 @@ class Version:
         return self._key[1] < _FINAL
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, str):
-            try:
-                other = Version(other)
-            except VersionError:
-                return NotImplemented
+        # Only versions compare equal to versions: equality with strings would break the hash contract.
         if not isinstance(other, Version):
             return NotImplemented
         return self._key == other._key
 
-    def __lt__(self, other: Union[Version, str]) -> bool:
-        if isinstance(other, str):
-            other = Version(other)
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, Version):
+            return NotImplemented
         return self._key < other._key
 
     def __hash__(self) -> int:
@@ -81,43 +77,58 @@ class Version:
 Key = Tuple[Tuple[int, ...], int, int, int, Tuple[int, ...]]
 
 
+_DIGITS = re.compile(r"^[0-9]+$")
+_STAGE = re.compile(r"^(rc|spc|post|alpha|beta)([0-9]*)$", re.IGNORECASE)
+# PEP 440 style glued to the last number: 2.3.0rc1, 2.7.1post2, 1.0a1
+_GLUED = re.compile(r"^([0-9]+)(rc|post|a|b|alpha|beta|spc)([0-9]*)$", re.IGNORECASE)
+_BUILD = re.compile(r"^b[0-9]+$", re.IGNORECASE)
+_WORDS = {"rc": _RC, "spc": _POST, "post": _POST, "alpha": _ALPHA, "a": _ALPHA, "beta": _BETA, "b": _BETA}
+
+
 def _parse(text: str) -> Key:
     raw = text.split("+", 1)[0].strip()
+    if "+" in text and not text.split("+", 1)[1].strip():
+        raise VersionError("%r: empty local suffix after '+'" % text)
     if raw[:1] in ("v", "V") and raw[1:2].isdigit():
         raw = raw[1:]
     if not raw:
         raise VersionError("empty version")
-    parts = [p for p in re.split(r"[.\-_]", raw) if p != ""]
-    numbers = []
+    parts = re.split(r"[.\-_]", raw)
+    if any(p == "" for p in parts):
+        raise VersionError("%r has an empty part (two separators in a row, or one at an end)" % text)
+    numbers: List[int] = []
     i = 0
-    while i < len(parts) and parts[i].isdigit():
+    while i < len(parts) and _DIGITS.match(parts[i]):
         numbers.append(int(parts[i]))
         i += 1
+    rest = parts[i:]
+    glued = _GLUED.match(rest[0]) if rest else None
+    if glued is not None:
+        # "2.3.0rc1": the number and the stage share one part
+        numbers.append(int(glued.group(1)))
+        rest = rest[1:]
     if not numbers:
         raise VersionError("%r does not start with a number" % text)
     # "6.0.RC2" names the RC of release 6.0.0: pad to three parts before the stage.
     while len(numbers) < 3:
         numbers.append(0)
     stage, stage_num, sub_stage = _FINAL, 0, 0
-    tail = []
-    rest = parts[i:]
-    for j, token in enumerate(rest):
-        m = re.match(r"^(rc|spc|post|alpha|beta)(\d*)$", token, re.IGNORECASE)
+    first = 0
+    if glued is not None:
+        stage, stage_num = _WORDS[glued.group(2).lower()], int(glued.group(3) or 0)
+        first = 1
+    tail: List[int] = []
+    for j, token in enumerate(rest, start=first):
+        m = _STAGE.match(token)
         if m and j == 0:
-            word, num = m.group(1).lower(), int(m.group(2) or 0)
-            if word == "rc":
-                stage, stage_num = _RC, num
-            elif word in ("spc", "post"):
-                stage, stage_num = _POST, num
-            else:
-                stage, stage_num = (_ALPHA if word == "alpha" else _BETA), num
+            stage, stage_num = _WORDS[m.group(1).lower()], int(m.group(2) or 0)
         elif m and j == 1 and stage == _RC and m.group(1).lower() in ("alpha", "beta"):
             # 8.0.RC3.alpha002: a pre-release build of the RC.
             sub_stage = -2 if m.group(1).lower() == "alpha" else -1
             tail.append(int(m.group(2) or 0))
-        elif token.isdigit():
+        elif _DIGITS.match(token):
             tail.append(int(token))
-        elif re.match(r"^b\d+$", token, re.IGNORECASE):
+        elif _BUILD.match(token):
             # Build numbers such as "B080" order after the bare version.
             tail.append(int(token[1:]))
         else:

@@ -304,11 +304,6 @@ def test_rule_error_exits_2_and_names_the_rule(capsys: pytest.CaptureFixture[str
     assert "[unique-job-names]" in err and "Traceback" not in err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="versions.py: '²' passes str.isdigit but int() raises a bare ValueError, which binding.py does not "
-    "catch (it catches VersionError), so the CLI reports an internal error (exit 3)",
-)
 def test_unicode_digit_version_is_invalid_not_internal(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = write(tmp_path, 'cluster:\n  mindcluster: "²"\njobs:\n  - name: a\n')
     code, _, err = run(capsys, "validate", path)
