@@ -380,6 +380,7 @@ def load_crds(paths: Sequence[str]) -> Dict[str, Obj]:
         if not crds:
             raise CrdSourceError("the CRD source contains no CustomResourceDefinition", raw, _CRD_FIX)
         for doc in crds:
+            doc.pop("status", None)  # written by the API server, not part of what is applied
             meta = doc.get("metadata") or {}
             meta.pop("creationTimestamp", None)
             found[str(meta.get("name"))] = doc

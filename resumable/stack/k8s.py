@@ -138,7 +138,7 @@ class LogDir:
         return host_path(self.volume, self.path, "Directory")
 
     def mount(self) -> Obj:
-        sub = "%s/%s" % (LOG_ROOT.rsplit("/", 1)[-1], self.subdir) if self.t.v26_1 else ""
+        sub = f"{LOG_ROOT.rsplit('/', 1)[-1]}/{self.subdir}" if self.t.v26_1 else ""
         return mount(self.volume, self.path, sub_path=sub)
 
     def init_containers(self, image: str, pull_policy: str) -> List[Obj]:

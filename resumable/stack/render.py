@@ -54,6 +54,8 @@ def write_stack(objects: Sequence[Obj], out_dir: Union[str, os.PathLike[str]]) -
     Nothing else is written. If anything fails, ``out_dir`` is left as it was.
     """
     target = Path(out_dir)
+    if target.exists() and not target.is_dir():
+        raise NotADirectoryError(f"{target} exists and is not a directory; choose another --out")
     parent = target.parent
     parent.mkdir(parents=True, exist_ok=True)
     names = [file_name(i, obj) for i, obj in enumerate(objects)]

@@ -5,12 +5,12 @@ Component keys are the ones ``SchedulerPlan.resources`` uses (:data:`COMPONENTS`
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from ..constants import NODE_LABEL_MASTER, NODE_LABEL_MASTER_VALUE, NODE_LABEL_WORKER, NODE_LABEL_WORKER_VALUE
 from ..plan.model import SchedulerPlan
 from .k8s import Obj, resources
-from .traits import Traits, traits
+from .traits import traits
 
 VOLCANO_SCHEDULER = "volcano-scheduler"
 VOLCANO_CONTROLLERS = "volcano-controllers"
@@ -60,13 +60,9 @@ PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 def volcano_tag(volcano: str, release: str, registry: str) -> str:
     """``v1.9.0`` up to 26.0 (local retagged name); ``v1.9.0-v26.1.0`` from 26.1 and on SWR, where the
     Volcano tag embeds the MindCluster release (INST05; HELM values 26.1)."""
-    if registry or traits_of(release).v26_1:
+    if registry or traits(release).v26_1:
         return f"v{volcano}-v{release}"
     return f"v{volcano}"
-
-
-def traits_of(release: str) -> Traits:
-    return traits(release)
 
 
 class Settings:
@@ -117,11 +113,8 @@ class Settings:
         return dict(self.plan.node_selector_worker or {NODE_LABEL_WORKER: NODE_LABEL_WORKER_VALUE})
 
     def pod_extras(self) -> Obj:
-        """Pod-spec fields every component gets: pull secrets and RuntimeDefault seccomp."""
+        """Pod-spec fields every component gets from the plan (image pull secrets)."""
         extras: Dict[str, Any] = {}
         if self.plan.image_pull_secrets:
             extras["imagePullSecrets"] = [{"name": n} for n in self.plan.image_pull_secrets]
         return extras
-
-    def pull_secret_names(self) -> List[str]:
-        return list(self.plan.image_pull_secrets)

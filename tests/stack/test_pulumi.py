@@ -138,6 +138,29 @@ def test_registered_manifests_are_valid_and_carry_resilience_settings(fresh: Non
     return settled(component, check)
 
 
+@pulumi.runtime.test
+def test_verbatim_crds_from_the_release_files(fresh: None) -> Any:
+    import kubernetes_validate
+
+    from .upstream import release_dir
+
+    root = release_dir("7.3.0")
+    sources = [str(root / "ascend-operator.yaml"), str(root / "volcano-v1.9.0.yaml")]
+    component = MindClusterScheduler(
+        "verbatim", MindClusterSchedulerArgs(scheduler_plan("7.3.0", "1.9.0"), crd_sources=sources)
+    )
+
+    def check(_: Any) -> None:
+        crd = inputs_of("CustomResourceDefinition", "ascendjobs.mindxdl.gitee.com")
+        spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+        template = spec["properties"]["replicaSpecs"]["additionalProperties"]["properties"]["template"]
+        assert "properties" in template, "the full upstream PodTemplateSpec schema was not deployed"
+        assert "status" not in crd
+        kubernetes_validate.validate(crd, "1.28", strict=True)
+
+    return settled(component, check)
+
+
 def test_unsupported_plan_fails_at_preview() -> None:
     with pytest.raises(pulumi.RunError, match=r"volcano_version = '1.12.0' is not supported"):
         MindClusterScheduler("bad", MindClusterSchedulerArgs(scheduler_plan("7.3.0", "1.12.0")))

@@ -74,6 +74,15 @@ def test_failure_keeps_the_old_directory(tmp_path: Path, monkeypatch: Any) -> No
     assert sorted(os.listdir(tmp_path)) == ["out"]
 
 
+def test_refuses_a_file_as_output(tmp_path: Path) -> None:
+    target = tmp_path / "out"
+    target.write_text("not a directory")
+    with pytest.raises(NotADirectoryError):
+        write_stack(objects(), target)
+    assert target.read_text() == "not a directory"
+    assert sorted(os.listdir(tmp_path)) == ["out"]
+
+
 def test_cli_render_of_the_example(tmp_path: Path) -> None:
     """The acceptance scenario: resumable render examples/pytorch-process-recovery.yaml --out DIR."""
     from resumable import cli
