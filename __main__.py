@@ -20,12 +20,13 @@ def load_scheduler_plan(path: str) -> Any:
     from resumable.errors import ResumableError
     from resumable.plan.build import build_plan
     from resumable.profile import load_profile
+    from resumable.rules.base import errors as error_violations
 
     try:
         plan = build_plan(load_profile(path), path)
     except ResumableError as exc:
         raise pulumi.RunError(f"profile {path}: {exc}") from None
-    errors = [v for v in plan.violations if v.severity == "error"]
+    errors = error_violations(plan.violations)
     if errors:
         lines = "; ".join(f"[{v.rule}] {', '.join(v.paths)}: {v.message}. {v.fix}" for v in errors)
         raise pulumi.RunError(f"profile {path} is invalid ({len(errors)} error(s)): {lines}")

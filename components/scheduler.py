@@ -14,7 +14,14 @@ from typing import Any, Dict, List, Optional
 
 import pulumi
 
-from resumable.constants import CLUSTERD_GRPC_PORT, CLUSTERD_SERVICE, NAMESPACE_MINDX_DL
+from resumable.constants import (
+    CLUSTERD_GRPC_PORT,
+    CLUSTERD_SERVICE,
+    NAMESPACE_DEVICE_PLUGIN,
+    NAMESPACE_MINDX_DL,
+    NAMESPACE_NPU_EXPORTER,
+    NAMESPACE_VOLCANO,
+)
 from resumable.errors import ResumableError
 from resumable.plan.model import SchedulerPlan
 from resumable.stack import Stage, build_stages
@@ -23,7 +30,7 @@ from .kinds import constructor_kwargs, resource_class
 
 TYPE_TOKEN = "ascend-resumable:stack:MindClusterScheduler"
 #: Namespaces whose pods pull MindCluster/Volcano images (pull secrets are created in each).
-POD_NAMESPACES = ("volcano-system", NAMESPACE_MINDX_DL, "kube-system", "npu-exporter")
+POD_NAMESPACES = (NAMESPACE_VOLCANO, NAMESPACE_MINDX_DL, NAMESPACE_DEVICE_PLUGIN, NAMESPACE_NPU_EXPORTER)
 
 
 @dataclasses.dataclass

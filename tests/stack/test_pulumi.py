@@ -246,3 +246,20 @@ def test_program_reports_a_bad_profile_as_one_error(tmp_path: Path) -> None:
     bad.write_text("cluster:\n  name: x\n  mindcluster: '7.3.0'\n  no_such_key: 1\n")
     with pytest.raises(pulumi.RunError, match=r"profile .*bad.yaml"):
         run_program({"profile": str(bad)})
+
+
+def test_program_lists_the_violations_of_an_invalid_profile(tmp_path: Path) -> None:
+    import yaml
+
+    example = _example()
+    if example is None:
+        pytest.skip("examples/pytorch-process-recovery.yaml not present")
+    profile = yaml.safe_load(example.read_text())
+    recovery = profile["jobs"][0].setdefault("recovery", {})
+    recovery["fault_retry_times"] = 3
+    recovery["restart_policy"] = "OnFailure"  # fault-retry-times needs Never (YAMLCFG)
+    bad = tmp_path / "invalid.yaml"
+    bad.write_text(yaml.safe_dump(profile))
+    with pytest.raises(pulumi.RunError, match=r"invalid \(1 error\(s\)\): \[retry-restart-policy\]") as info:
+        run_program({"profile": str(bad)})
+    assert "\n" not in str(info.value)

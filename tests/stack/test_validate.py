@@ -21,23 +21,24 @@ from .plans import scheduler_plan
 VALIDATOR_MIN = Version("1.25")
 
 
-def kube_for(volcano: str) -> str:
-    """The newest Kubernetes both the Volcano build and kubernetes-validate support."""
-    return VOLCANO_BUILDS[volcano].kubernetes_max
+def kube_versions(volcano: str) -> List[str]:
+    """The oldest and newest Kubernetes both the Volcano build and kubernetes-validate support."""
+    build = VOLCANO_BUILDS[volcano]
+    oldest = max(Version(build.kubernetes_min), VALIDATOR_MIN).text
+    return [oldest, build.kubernetes_max]
 
 
-CASES: List[Tuple[str, str, str, str]] = [
-    (release, volcano, arch, runtime)
+CASES: List[Tuple[str, str, str, str, str]] = [
+    (release, volcano, arch, runtime, kube)
     for release, stack in STACK_RELEASES.items()
     for volcano in stack.volcano
     for arch, runtime in (("aarch64", "containerd"), ("x86_64", "docker"))
+    for kube in kube_versions(volcano)
 ]
 
 
-@pytest.mark.parametrize("release, volcano, arch, runtime", CASES)
-def test_every_object_is_valid_strict(release: str, volcano: str, arch: str, runtime: str) -> None:
-    kube = kube_for(volcano)
-    assert Version(kube) >= VALIDATOR_MIN
+@pytest.mark.parametrize("release, volcano, arch, runtime, kube", CASES)
+def test_every_object_is_valid_strict(release: str, volcano: str, arch: str, runtime: str, kube: str) -> None:
     plan = scheduler_plan(
         release, volcano, arch, kubernetes=kube, container_runtime=runtime, image_pull_secrets=["regcred"]
     )
