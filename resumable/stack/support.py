@@ -161,6 +161,26 @@ def problems(plan: SchedulerPlan) -> List[UnsupportedStack]:
                 "Set the grace period in one place (the recovery settings) so Volcano and the jobs agree",
             )
         )
+    for field, value, args_name, args, flag in (
+        ("hot_reset", plan.hot_reset, "device_plugin_args", plan.device_plugin_args, "-hotReset"),
+        (
+            "list_watch_period",
+            plan.list_watch_period,
+            "device_plugin_args",
+            plan.device_plugin_args,
+            "-listWatchPeriod",
+        ),
+        ("report_interval", plan.report_interval, "noded_args", plan.noded_args, "-reportInterval"),
+    ):
+        if value is not None and args.get(flag) != str(value):
+            found.append(
+                _fail(
+                    f"{args_name}[{flag}]",
+                    args.get(flag),
+                    f"the plan's {field} {value}",
+                    "The plan contradicts itself; rebuild it with `resumable plan` (a bug if it came from there)",
+                )
+            )
     if "-hotReset" in plan.device_plugin_args:
         found.append(
             _one_of(

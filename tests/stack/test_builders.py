@@ -88,13 +88,15 @@ def test_device_plugin_gets_the_resilience_args(release: str, volcano: str) -> N
 
 
 def test_hot_reset_follows_the_plan_and_is_absent_without_it() -> None:
-    without = scheduler_plan(device_plugin_args={"-volcanoType": "true", "-listWatchPeriod": "7"}, hot_reset=None)
+    without = scheduler_plan(
+        device_plugin_args={"-volcanoType": "true", "-listWatchPeriod": "7"}, hot_reset=None, list_watch_period=7
+    )
     args = flags(build_stack(without), "DaemonSet", "ascend-device-plugin-daemonset-910")
     assert "-hotReset" not in args and args["-listWatchPeriod"] == "7"
 
 
 def test_noded_report_interval_from_plan() -> None:
-    objects = build_stack(scheduler_plan(noded_args={"-reportInterval": "12"}))
+    objects = build_stack(scheduler_plan(noded_args={"-reportInterval": "12"}, report_interval=12))
     assert flags(objects, "DaemonSet", "noded")["-reportInterval"] == "12"
 
 

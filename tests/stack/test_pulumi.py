@@ -119,6 +119,7 @@ def test_registered_manifests_are_valid_and_carry_resilience_settings(fresh: Non
         grace_over_time=1200,
         volcano_init_params={"grace-over-time": "1200"},
         noded_args={"-reportInterval": "7"},
+        report_interval=7,
     )
     component = MindClusterScheduler("res", MindClusterSchedulerArgs(plan))
 

@@ -26,9 +26,18 @@ from .plans import scheduler_plan
         ({"resources": {"scheduler": {"cpu": "1"}}}, ["resources", "scheduler", "volcano-scheduler"]),
         ({"grace_over_time": 5000, "volcano_init_params": {}}, ["grace_over_time", "5000", "2..3600"]),
         ({"grace_over_time": 600}, ["grace-over-time", "900", "600"]),
-        ({"device_plugin_args": {"-hotReset": "3"}}, ["-hotReset", "'3'", "2"]),
-        ({"device_plugin_args": {"-listWatchPeriod": "1"}}, ["-listWatchPeriod", "3..1800"]),
-        ({"noded_args": {"-reportInterval": "0"}}, ["-reportInterval", "1..300"]),
+        (
+            {"device_plugin_args": {"-hotReset": "3", "-listWatchPeriod": "5"}, "hot_reset": 3},
+            ["-hotReset", "'3'", "2"],
+        ),
+        (
+            {"device_plugin_args": {"-listWatchPeriod": "1", "-hotReset": "2"}, "list_watch_period": 1},
+            ["-listWatchPeriod", "3..1800"],
+        ),
+        ({"noded_args": {"-reportInterval": "0"}, "report_interval": 0}, ["-reportInterval", "1..300"]),
+        ({"noded_args": {}}, ["noded_args[-reportInterval]", "report_interval 5"]),
+        ({"hot_reset": 1}, ["device_plugin_args[-hotReset]", "'2'", "hot_reset 1"]),
+        ({"list_watch_period": 9}, ["-listWatchPeriod", "list_watch_period 9"]),
     ],
 )
 def test_unsupported_combination_is_rejected(overrides: Dict[str, Any], words: Any) -> None:
