@@ -41,6 +41,8 @@ pulumi.runtime.set_mocks(MOCKS, preview=False)
 
 from components import MindClusterScheduler, MindClusterSchedulerArgs  # noqa: E402
 from components.scheduler import TYPE_TOKEN  # noqa: E402
+from resumable.releases import STACK_RELEASES, VOLCANO_BUILDS  # noqa: E402
+from resumable.stack import build_stack  # noqa: E402
 
 from .plans import scheduler_plan  # noqa: E402
 
@@ -94,6 +96,29 @@ def _stage_keys(component: MindClusterScheduler) -> List[List[str]]:
     from components.scheduler import object_key
 
     return [[object_key(o) for o in stage.objects] for stage in component.stages]
+
+
+@pytest.mark.parametrize("release", list(STACK_RELEASES))
+@pulumi.runtime.test
+def test_component_for_each_release(fresh: None, release: str) -> Any:
+    import kubernetes_validate
+
+    volcano = STACK_RELEASES[release].default_volcano
+    plan = scheduler_plan(release, volcano, kubernetes=VOLCANO_BUILDS[volcano].kubernetes_max)
+    component = MindClusterScheduler(f"rel-{release}", MindClusterSchedulerArgs(plan))
+
+    def check(_: Any) -> None:
+        registered = MOCKS.kubernetes()
+        assert len(registered) == len(build_stack(plan))
+        for r in registered:
+            kubernetes_validate.validate(dict(r.inputs), plan.kubernetes, strict=True)
+        ds = next(r.inputs for r in registered if r.inputs["kind"] == "DaemonSet" and "device-plugin" in r.name)
+        assert "-hotReset=2" in container_args(ds)
+        assert "-reportInterval=5" in container_args(inputs_of("DaemonSet", "noded"))
+        conf = inputs_of("ConfigMap", "volcano-scheduler-configmap")["data"]["volcano-scheduler.conf"]
+        assert "grace-over-time: '900'" in conf and f"volcano-npu_v{release}_linux-aarch64" in conf
+
+    return settled(component, check)
 
 
 @pulumi.runtime.test
