@@ -92,15 +92,31 @@ def cmd_render(args: argparse.Namespace) -> int:
     plan = _load_plan(args.profile, args.strict)
     if plan is None:
         return EXIT_INVALID
-    from .stack import UnsupportedStack, build_stack, check_supported
+    from .stack import COMPONENTS, UnsupportedStack, build_stack, check_supported
     from .stack.render import write_stack
 
+    images = {}
+    for item in args.image:
+        component, sep, ref = item.partition("=")
+        if not sep or not component or not ref:
+            print(
+                "error: --image %r: write COMPONENT=IMAGE, e.g. clusterd=registry/clusterd:v7.3.0" % item,
+                file=sys.stderr,
+            )
+            return EXIT_INVALID
+        if component not in COMPONENTS:
+            print(
+                "error: --image %r: unknown component %r. Components: %s." % (item, component, ", ".join(COMPONENTS)),
+                file=sys.stderr,
+            )
+            return EXIT_INVALID
+        images[component] = ref
     try:
         check_supported(plan.scheduler)
+        objects = build_stack(plan.scheduler, crd_sources=args.crd_source or None, images=images or None)
     except UnsupportedStack as exc:
         print("error: %s" % exc, file=sys.stderr)
         return EXIT_INVALID
-    objects = build_stack(plan.scheduler)
     written = write_stack(objects, args.out)
     print("wrote %d objects to %s" % (len(written), args.out))
     return EXIT_OK
@@ -144,6 +160,20 @@ def parser() -> argparse.ArgumentParser:
     r = sub.add_parser("render", help="write the scheduling stack as YAML (for GitOps and air-gapped clusters)")
     r.add_argument("profile", metavar="PROFILE")
     r.add_argument("--out", required=True, metavar="DIR")
+    r.add_argument(
+        "--crd-source",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="deploy the CRDs verbatim from this release YAML (your copy of the release package); repeatable",
+    )
+    r.add_argument(
+        "--image",
+        action="append",
+        default=[],
+        metavar="COMPONENT=IMAGE",
+        help="override one component's image, e.g. clusterd=registry/clusterd:v7.3.0; repeatable",
+    )
     r.add_argument("--strict", action="store_true", help="warnings fail too")
     r.set_defaults(func=cmd_render)
 

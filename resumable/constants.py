@@ -97,6 +97,17 @@ RANKTABLE_HOST_ROOT = "/user/mindx-dl/ranktable"
 LOG_ROOT = "/var/log/mindx-dl"
 DRIVER_PATH = "/usr/local/Ascend/driver"
 
+# --- documented ranges of scheduler settings -------------------------------------------------------------
+#: Volcano init-param grace-over-time, seconds (INST05 Table 3).
+RANGE_GRACE_OVER_TIME = (2, 3600)
+#: Device plugin -listWatchPeriod, seconds (INST04 Table 3).
+RANGE_LIST_WATCH_PERIOD = (3, 1800)
+#: NodeD -reportInterval, seconds (INST09).
+RANGE_REPORT_INTERVAL = (1, 300)
+#: Device plugin -hotReset: -1 off (default), 0 inference reset, 1 graceful fault tolerance (sunset),
+#: 2 offline reset for process-level recovery (INST04 step 4 / Table 3).
+HOT_RESET_VALUES = (-1, 0, 1, 2)
+
 # --- users (INST01 "Creating a User"; FAQ 337) --------------------------------------------------------------
 USER_HWHIAI = "HwHiAiUser"
 UID_HWHIAI = 1000

@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Optional
 
 import yaml
 
+from . import constants as C
 from .binding import bind, spec
 from .errors import ProfileError
 
@@ -51,8 +52,8 @@ class Scheduler:
         metadata=spec(
             "Volcano init-param grace-over-time: seconds a faulty pod may take to stop gracefully "
             "before it is force-deleted (INST05 Table 3).",
-            minimum=2,
-            maximum=3600,
+            minimum=C.RANGE_GRACE_OVER_TIME[0],
+            maximum=C.RANGE_GRACE_OVER_TIME[1],
         ),
     )
     hot_reset: Optional[int] = field(
@@ -60,15 +61,24 @@ class Scheduler:
         metadata=spec(
             "Device plugin -hotReset; null = chosen from the recovery strategies (2 for process-level "
             "recovery, 1 for graceful fault tolerance, otherwise off) (INST04 Table 3).",
-            choices=[-1, 0, 1, 2],
+            choices=list(C.HOT_RESET_VALUES),
         ),
     )
     list_watch_period: int = field(
         default=5,
-        metadata=spec("Device plugin -listWatchPeriod in seconds (INST04; RT07).", minimum=3, maximum=1800),
+        metadata=spec(
+            "Device plugin -listWatchPeriod in seconds (INST04; RT07).",
+            minimum=C.RANGE_LIST_WATCH_PERIOD[0],
+            maximum=C.RANGE_LIST_WATCH_PERIOD[1],
+        ),
     )
     report_interval: int = field(
-        default=5, metadata=spec("NodeD -reportInterval in seconds (INST09; RT07).", minimum=1, maximum=300)
+        default=5,
+        metadata=spec(
+            "NodeD -reportInterval in seconds (INST09; RT07).",
+            minimum=C.RANGE_REPORT_INTERVAL[0],
+            maximum=C.RANGE_REPORT_INTERVAL[1],
+        ),
     )
     image_registry: str = field(
         default="",

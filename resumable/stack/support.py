@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Iterable, List, Optional
 
+from .. import constants as C
 from ..errors import ResumableError
 from ..plan.model import SchedulerPlan
 from ..releases import KUBERNETES_MAX, KUBERNETES_MIN, STACK_RELEASES, VOLCANO_BUILDS, kubernetes_in_range
@@ -17,13 +18,10 @@ from .settings import COMPONENTS, PULL_POLICIES
 
 ARCHES = ("aarch64", "x86_64")
 CONTAINER_RUNTIMES = ("containerd", "docker")
-#: INST05 Table 3: grace-over-time 2-3600 s.
-GRACE_OVER_TIME_RANGE = (2, 3600)
-#: INST04 Table 3: -listWatchPeriod 3-1800 s; INST09: -reportInterval 1-300 s.
-LIST_WATCH_PERIOD_RANGE = (3, 1800)
-REPORT_INTERVAL_RANGE = (1, 300)
-#: -hotReset: -1 off, 0 inference reset, 1 graceful (sunset), 2 offline reset (INST04 step 4).
-HOT_RESET_VALUES = ("-1", "0", "1", "2")
+GRACE_OVER_TIME_RANGE = C.RANGE_GRACE_OVER_TIME
+LIST_WATCH_PERIOD_RANGE = C.RANGE_LIST_WATCH_PERIOD
+REPORT_INTERVAL_RANGE = C.RANGE_REPORT_INTERVAL
+HOT_RESET_VALUES = tuple(str(v) for v in C.HOT_RESET_VALUES)
 
 
 class UnsupportedStack(ResumableError):
