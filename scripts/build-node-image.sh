@@ -7,8 +7,9 @@ set -euo pipefail
 repo=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)
 export CONTAINERS_CONF=${CONTAINERS_CONF:-$repo/podman/containers.conf}
 tag=${1:-localhost/ascend-node-deb12:latest}
-# python3 for ansible; sudo for become; kmod/pciutils are what a real node has anyway.
-pkgs=python3,sudo,kmod,pciutils
+# python3 (+ python3-apt for the apt module) for ansible, sudo for become; kmod and
+# pciutils are on every real node anyway.
+pkgs=python3,python3-apt,sudo,kmod,pciutils
 
 rootfs=$(mktemp -d /var/tmp/ascend-node-rootfs.XXXXXX)
 trap 'rm -rf "$rootfs"' EXIT
@@ -16,6 +17,9 @@ debootstrap --variant=minbase --include="$pkgs" bookworm "$rootfs" ${DEBIAN_MIRR
 chroot "$rootfs" apt-get clean
 rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/*.bin "$rootfs"/var/log/*.log
 : > "$rootfs"/etc/machine-id
+# The package lists were removed above: date the lists dir back so that apt's
+# cache_valid_time logic sees a stale cache and updates it before installing.
+touch -d 2000-01-01 "$rootfs"/var/lib/apt/lists
 tar -C "$rootfs" --numeric-owner -c . |
   podman import --change 'CMD=["sleep","infinity"]' --change "ENV=container=podman" - "$tag"
 podman image inspect --format '{{.Id}} {{.Size}}' "$tag"
