@@ -54,8 +54,12 @@ def run(cmd, **kw):
 def installer_runs(names):
     total = 0
     for name in names:
-        out = subprocess.run(["podman", "exec", name, "sh", "-c", "cat /var/lib/ascend-fixture/installer.log 2>/dev/null"],
-                             capture_output=True, text=True, check=False).stdout
+        out = subprocess.run(
+            ["podman", "exec", name, "sh", "-c", "cat /var/lib/ascend-fixture/installer.log 2>/dev/null"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout
         total += len([line for line in out.splitlines() if line.strip()])
     return total
 
@@ -63,13 +67,26 @@ def installer_runs(names):
 def playbook(inv, env, log):
     start = time.monotonic()
     with open(log, "w") as handle:
-        proc = subprocess.run([str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", str(inv), str(REPO / "site.yml"),
-                               "-e", "ascend_rollout_serial=%s" % env["BENCH_SERIAL"]],
-                              cwd=REPO, env=env, stdout=handle, stderr=subprocess.STDOUT, check=False)
+        proc = subprocess.run(
+            [
+                str(REPO / ".venv" / "bin" / "ansible-playbook"),
+                "-i",
+                str(inv),
+                str(REPO / "site.yml"),
+                "-e",
+                "ascend_rollout_serial=%s" % env["BENCH_SERIAL"],
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
     elapsed = time.monotonic() - start
     if proc.returncode != 0:
         sys.exit("ansible-playbook failed (rc %d), see %s" % (proc.returncode, log))
-    recap = [line for line in open(log) if "changed=" in line and "ok=" in line]
+    with open(log) as handle:
+        recap = [line for line in handle if "changed=" in line and "ok=" in line]
     return elapsed, recap
 
 
@@ -93,20 +110,40 @@ def main():
     pkgs = work / "packages"
     run([str(FIXTURES / "build-packages.sh"), str(pkgs)], stdout=subprocess.DEVNULL)
     names = ["ascend-bench-%d" % i for i in range(1, args.nodes + 1)]
-    subprocess.run(["podman", "rm", "-f"] + names, capture_output=True, check=False)
+    subprocess.run(["podman", "rm", "-f", *names], capture_output=True, check=False)
     try:
         for name in names:
-            run(["podman", "run", "-d", "--init", "--name", name, "--hostname", name,
-                 "-v", "%s:/opt/ascend-fixture:ro" % FIXTURES, IMAGE, "sleep", "infinity"], stdout=subprocess.DEVNULL)
-            run(["podman", "exec", name, "/opt/ascend-fixture/setup-node.sh", "/opt/ascend-sys"], stdout=subprocess.DEVNULL)
+            run(
+                [
+                    "podman",
+                    "run",
+                    "-d",
+                    "--init",
+                    "--name",
+                    name,
+                    "--hostname",
+                    name,
+                    "-v",
+                    "%s:/opt/ascend-fixture:ro" % FIXTURES,
+                    IMAGE,
+                    "sleep",
+                    "infinity",
+                ],
+                stdout=subprocess.DEVNULL,
+            )
+            run(
+                ["podman", "exec", name, "/opt/ascend-fixture/setup-node.sh", "/opt/ascend-sys"],
+                stdout=subprocess.DEVNULL,
+            )
         inv = work / "inventory"
         (inv / "group_vars").mkdir(parents=True)
         (inv / "hosts.yml").write_text(
             "all:\n  children:\n    ascend_cluster:\n      children:\n        ascend_compute:\n          hosts:\n"
-            + "".join("            %s: {}\n" % n for n in names))
+            + "".join("            %s: {}\n" % n for n in names)
+        )
         (inv / "group_vars" / "all.yml").write_text(GROUP_VARS.format(pkgs=pkgs))
 
-        first, recap1 = playbook(inv, env, work / "first.log")
+        first, _recap1 = playbook(inv, env, work / "first.log")
         runs_first = installer_runs(names)
         second, recap2 = playbook(inv, env, work / "rerun.log")
         runs_rerun = installer_runs(names) - runs_first
@@ -123,7 +160,7 @@ def main():
         return 0 if ok else 1
     finally:
         if not args.keep:
-            subprocess.run(["podman", "rm", "-f", "-t", "0"] + names, capture_output=True, check=False)
+            subprocess.run(["podman", "rm", "-f", "-t", "0", *names], capture_output=True, check=False)
             subprocess.run(["rm", "-rf", str(work)], check=False)
 
 
