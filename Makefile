@@ -29,9 +29,12 @@ demo: venv
 	$(BIN)/resumable render $(EXAMPLE) --out $(DEMO_OUT)
 	@echo "rendered deployment: $(DEMO_OUT)/"
 
+PY_SOURCES := $(wildcard resumable components tests benchmarks scripts __main__.py)
+
 lint: test-venv
-	$(BIN)/ruff check resumable components tests benchmarks __main__.py
-	$(BIN)/ruff format --check resumable components tests benchmarks __main__.py
+	$(BIN)/ruff check $(PY_SOURCES)
+	$(BIN)/ruff format --check $(PY_SOURCES)
+	$(BIN)/resumable docs --check
 
 typecheck: test-venv
 	$(BIN)/mypy
