@@ -64,7 +64,7 @@ def installer_runs(names):
     return total
 
 
-def playbook(inv, env, log):
+def playbook(inv, env, log, *extra):
     start = time.monotonic()
     with open(log, "w") as handle:
         proc = subprocess.run(
@@ -75,6 +75,7 @@ def playbook(inv, env, log):
                 str(REPO / "site.yml"),
                 "-e",
                 "ascend_rollout_serial=%s" % env["BENCH_SERIAL"],
+                *extra,
             ],
             cwd=REPO,
             env=env,
@@ -95,6 +96,7 @@ def main():
     parser.add_argument("--nodes", type=int, default=4)
     parser.add_argument("--serial", default="2", help="batch size (ascend_rollout_serial)")
     parser.add_argument("--keep", action="store_true", help="keep containers and logs")
+    parser.add_argument("--no-check", action="store_true", help="skip the --check run on the fresh nodes")
     args = parser.parse_args()
 
     env = dict(os.environ)
@@ -143,6 +145,13 @@ def main():
         )
         (inv / "group_vars" / "all.yml").write_text(GROUP_VARS.format(pkgs=pkgs))
 
+        if not args.no_check:
+            check_time, check_recap = playbook(inv, env, work / "check-fresh.log", "--check")
+            check_changed = sum(int(line.split("changed=")[1].split()[0]) for line in check_recap)
+            print(
+                "check mode on fresh nodes: %.1f s, no failure, %d planned changes, installer runs: %d"
+                % (check_time, check_changed, installer_runs(names))
+            )
         first, _recap1 = playbook(inv, env, work / "first.log")
         runs_first = installer_runs(names)
         second, recap2 = playbook(inv, env, work / "rerun.log")
