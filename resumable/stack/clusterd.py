@@ -110,11 +110,7 @@ def objects(s: Settings) -> List[Obj]:
         "securityContext": dict(k8s.SECCOMP_RUNTIME_DEFAULT),
         **s.pod_extras(),
     }
-    inits = log.init_containers(image, policy)
-    if inits:
-        pod["initContainers"] = inits
-    pod["containers"] = [container]
-    pod["volumes"] = volumes
+    k8s.fill_pod(pod, log.init_containers(image, policy), container, volumes)
     out: List[Obj] = []
     if t.v26:
         out.append(

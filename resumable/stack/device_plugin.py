@@ -162,25 +162,13 @@ def objects(s: Settings) -> List[Obj]:
         pod["hostPID"] = True
     else:
         pod["nodeSelector"] = {NODE_LABEL_ACCELERATOR: ACCELERATOR_910}
-    inits = log.init_containers(image, policy)
-    if inits:
-        pod["initContainers"] = inits
-    pod["containers"] = [container]
-    pod["volumes"] = volumes
-    daemonset = {
-        "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
-        "metadata": k8s.meta(ds_name, NAMESPACE_DEVICE_PLUGIN),
-        "spec": {
-            "selector": {"matchLabels": {"name": APP_LABEL}},
-            "updateStrategy": {"type": "RollingUpdate"},
-            "template": {
-                "metadata": {
-                    "labels": {"name": APP_LABEL},
-                    "annotations": {"scheduler.alpha.kubernetes.io/critical-pod": ""},
-                },
-                "spec": pod,
-            },
-        },
-    }
+    k8s.fill_pod(pod, log.init_containers(image, policy), container, volumes)
+    daemonset = k8s.daemonset(
+        ds_name,
+        NAMESPACE_DEVICE_PLUGIN,
+        {"name": APP_LABEL},
+        pod,
+        template_annotations={"scheduler.alpha.kubernetes.io/critical-pod": ""},
+        update_strategy="RollingUpdate",
+    )
     return [*k8s.rbac(sa, NAMESPACE_DEVICE_PLUGIN, role, binding, rules(t)), daemonset]

@@ -60,6 +60,33 @@ def rbac(sa: str, ns: str, role: str, binding: str, rules: Sequence[Rule]) -> Li
     return [service_account(sa, ns), cluster_role(role, rules), cluster_role_binding(binding, role, sa, ns)]
 
 
+def fill_pod(pod: Obj, init_containers: List[Obj], container: Obj, volumes: List[Obj]) -> Obj:
+    """Attach the containers and volumes in the order upstream writes them (initContainers first)."""
+    if init_containers:
+        pod["initContainers"] = init_containers
+    pod["containers"] = [container]
+    pod["volumes"] = volumes
+    return pod
+
+
+def daemonset(
+    name: str,
+    ns: str,
+    labels: Dict[str, str],
+    pod: Obj,
+    template_annotations: Optional[Dict[str, str]] = None,
+    update_strategy: Optional[str] = None,
+) -> Obj:
+    template: Obj = {"metadata": {"labels": dict(labels)}, "spec": pod}
+    if template_annotations:
+        template["metadata"]["annotations"] = dict(template_annotations)
+    spec: Obj = {"selector": {"matchLabels": dict(labels)}}
+    if update_strategy:
+        spec["updateStrategy"] = {"type": update_strategy}
+    spec["template"] = template
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": meta(name, ns), "spec": spec}
+
+
 def host_path(name: str, path: str, type_: str = "") -> Obj:
     hp: Obj = {"path": path}
     if type_:

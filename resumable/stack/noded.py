@@ -91,18 +91,6 @@ def objects(s: Settings) -> List[Obj]:
     }
     if t.v26:
         pod["hostNetwork"] = True
-    inits = log.init_containers(image, policy)
-    if inits:
-        pod["initContainers"] = inits
-    pod["containers"] = [container]
-    pod["volumes"] = volumes
-    daemonset = {
-        "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
-        "metadata": k8s.meta(NAME, NAMESPACE_MINDX_DL),
-        "spec": {
-            "selector": {"matchLabels": {"app": NAME}},
-            "template": {"metadata": {"labels": {"app": NAME}}, "spec": pod},
-        },
-    }
+    k8s.fill_pod(pod, log.init_containers(image, policy), container, volumes)
+    daemonset = k8s.daemonset(NAME, NAMESPACE_MINDX_DL, {"app": NAME}, pod)
     return [*k8s.rbac(NAME, NAMESPACE_MINDX_DL, "pods-noded-role", "pods-noded-rolebinding", rules(t)), daemonset]

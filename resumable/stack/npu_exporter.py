@@ -108,18 +108,6 @@ def objects(s: Settings) -> List[Obj]:
         "securityContext": dict(k8s.SECCOMP_RUNTIME_DEFAULT),
         **s.pod_extras(),
     }
-    inits = log.init_containers(image, policy)
-    if inits:
-        pod["initContainers"] = inits
-    pod["containers"] = [container]
-    pod["volumes"] = volumes
-    daemonset = {
-        "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
-        "metadata": k8s.meta(NAME, NAMESPACE_NPU_EXPORTER),
-        "spec": {
-            "selector": {"matchLabels": {"app": NAME}},
-            "template": {"metadata": {"labels": {"app": NAME}}, "spec": pod},
-        },
-    }
+    k8s.fill_pod(pod, log.init_containers(image, policy), container, volumes)
+    daemonset = k8s.daemonset(NAME, NAMESPACE_NPU_EXPORTER, {"app": NAME}, pod)
     return [network_policy(), daemonset]
