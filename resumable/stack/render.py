@@ -21,7 +21,10 @@ from .k8s import Obj
 
 
 class _Dumper(yaml.SafeDumper):
-    """Block style; multi-line strings (the Volcano scheduler config) as ``|`` literals."""
+    """Plain YAML for reviews: no anchors or aliases even where builders share a sub-structure."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 
 def _str(dumper: yaml.SafeDumper, value: str) -> Any:

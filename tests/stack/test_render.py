@@ -107,3 +107,10 @@ def test_cli_render_of_the_example(tmp_path: Path) -> None:
     assert "volcano-npu_" in conf
     ds = next(d for k, d in by.items() if k[0] == "DaemonSet" and k[1] == "kube-system")
     assert "-hotReset=2" in " ".join(ds["spec"]["template"]["spec"]["containers"][0]["args"])
+
+
+def test_no_yaml_anchors_or_aliases(tmp_path: Path) -> None:
+    """Builders may share a sub-structure (e.g. one enum schema); the files must still spell it out."""
+    for path in write_stack(objects(), tmp_path / "out"):
+        text = path.read_text()
+        assert "&id0" not in text and "*id0" not in text, path.name
