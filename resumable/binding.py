@@ -52,7 +52,7 @@ def _hints(cls: type) -> Dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
-def _unwrap_optional(tp: Any) -> Tuple[Any, bool]:
+def unwrap_optional(tp: Any) -> Tuple[Any, bool]:
     if typing.get_origin(tp) is typing.Union:
         args = [a for a in typing.get_args(tp) if a is not type(None)]
         if len(args) == 1:
@@ -61,7 +61,7 @@ def _unwrap_optional(tp: Any) -> Tuple[Any, bool]:
 
 
 def _type_name(tp: Any) -> str:
-    tp, optional = _unwrap_optional(tp)
+    tp, optional = unwrap_optional(tp)
     origin = typing.get_origin(tp)
     if origin in (list, List):
         name = "a list of %s" % _plural(typing.get_args(tp)[0])
@@ -75,7 +75,7 @@ def _type_name(tp: Any) -> str:
 
 
 def _plural(tp: Any) -> str:
-    tp, _ = _unwrap_optional(tp)
+    tp, _ = unwrap_optional(tp)
     if typing.get_origin(tp) in (list, List):
         return "lists"
     if typing.get_origin(tp) in (dict, Dict) or dataclasses.is_dataclass(tp):
@@ -136,7 +136,7 @@ def bind(cls: Type[T], data: Any, path: str) -> T:
 
 
 def _convert(tp: Any, value: Any, where: str, meta: Mapping[str, Any]) -> Any:
-    inner, optional = _unwrap_optional(tp)
+    inner, optional = unwrap_optional(tp)
     if value is None:
         if optional:
             return None
@@ -249,7 +249,7 @@ def _object_schema(cls: type) -> Dict[str, Any]:
 
 def _field_schema(tp: Any, f: Optional[dataclasses.Field] = None) -> Dict[str, Any]:  # type: ignore[type-arg]
     meta: Mapping[str, Any] = f.metadata if f is not None else {}
-    inner, optional = _unwrap_optional(tp)
+    inner, optional = unwrap_optional(tp)
     origin = typing.get_origin(inner)
     if dataclasses.is_dataclass(inner):
         out = _object_schema(inner)  # type: ignore[arg-type]
@@ -304,7 +304,7 @@ def markdown_reference(cls: type, prefix: str = "") -> List[str]:
     rows: List[str] = []
     for f in dataclasses.fields(cls):
         tp = hints[f.name]
-        inner, _ = _unwrap_optional(tp)
+        inner, _ = unwrap_optional(tp)
         key = prefix + f.name
         origin = typing.get_origin(inner)
         item = typing.get_args(inner)[0] if origin in (list, List) else None

@@ -21,12 +21,13 @@ import math
 import os
 import tempfile
 import typing
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional
 
 import pytest
 import yaml
 
 from resumable import cli
+from resumable.binding import unwrap_optional as _unwrap_optional
 from resumable.errors import ProfileError
 from resumable.plan.build import build_plan
 from resumable.profile import STRATEGIES, Profile, parse_profile
@@ -193,14 +194,6 @@ class Gen:
                 return self.draw(DNS_NAME)
             return self.draw(PLAIN_TEXT)
         raise AssertionError("the generator does not know the type %r; extend tests/test_property.py" % (tp,))
-
-
-def _unwrap_optional(tp: Any) -> Tuple[Any, bool]:
-    if typing.get_origin(tp) is typing.Union:
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        if len(args) == 1:
-            return args[0], True
-    return tp, False
 
 
 @st.composite
