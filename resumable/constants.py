@@ -97,6 +97,13 @@ RANKTABLE_HOST_ROOT = "/user/mindx-dl/ranktable"
 LOG_ROOT = "/var/log/mindx-dl"
 DRIVER_PATH = "/usr/local/Ascend/driver"
 
+# --- scheduler-component flags the resilience settings drive (INST04 Table 3; INST09; INST05 Table 3) -------
+FLAG_VOLCANO_TYPE = "-volcanoType"
+FLAG_HOT_RESET = "-hotReset"
+FLAG_LIST_WATCH_PERIOD = "-listWatchPeriod"
+FLAG_REPORT_INTERVAL = "-reportInterval"
+INIT_PARAM_GRACE_OVER_TIME = "grace-over-time"
+
 # --- documented ranges of scheduler settings -------------------------------------------------------------
 #: Volcano init-param grace-over-time, seconds (INST05 Table 3).
 RANGE_GRACE_OVER_TIME = (2, 3600)

@@ -67,9 +67,9 @@ def _scheduler(profile: Profile, facts: List[JobFacts]) -> SchedulerPlan:
     volcano = s.volcano or (stack.default_volcano if stack is not None else "1.9.0")
     hot_reset = hot_reset_for(profile)
     notes: List[Note] = []
-    device_args: Dict[str, str] = {"-volcanoType": "true", "-listWatchPeriod": str(s.list_watch_period)}
+    device_args: Dict[str, str] = {C.FLAG_VOLCANO_TYPE: "true", C.FLAG_LIST_WATCH_PERIOD: str(s.list_watch_period)}
     if hot_reset is not None:
-        device_args["-hotReset"] = str(hot_reset)
+        device_args[C.FLAG_HOT_RESET] = str(hot_reset)
         notes.append(
             Note(
                 "device plugin -hotReset=%d (%s)"
@@ -77,7 +77,7 @@ def _scheduler(profile: Profile, facts: List[JobFacts]) -> SchedulerPlan:
                 "INST04 step 4 / Table 3",
             )
         )
-    init_params = {"grace-over-time": str(s.grace_over_time)}
+    init_params = {C.INIT_PARAM_GRACE_OVER_TIME: str(s.grace_over_time)}
     longest = max((f.job.recovery.termination_grace_period for f in facts), default=0)
     notes.append(
         Note(
@@ -98,7 +98,7 @@ def _scheduler(profile: Profile, facts: List[JobFacts]) -> SchedulerPlan:
         image_pull_policy=s.image_pull_policy,
         image_pull_secrets=list(s.image_pull_secrets),
         device_plugin_args=device_args,
-        noded_args={"-reportInterval": str(s.report_interval)},
+        noded_args={C.FLAG_REPORT_INTERVAL: str(s.report_interval)},
         volcano_init_params=init_params,
         grace_over_time=s.grace_over_time,
         hot_reset=hot_reset,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import List, Tuple
 
+from .. import constants as C
 from ..constants import DRIVER_PATH, LOG_ROOT, NAMESPACE_DEVICE_PLUGIN, NODE_LABEL_ACCELERATOR
 from . import k8s
 from .k8s import LogDir, Obj, Rule
@@ -55,7 +56,7 @@ def rules(t: Traits) -> List[Rule]:
 def flags(s: Settings) -> List[Tuple[str, str]]:
     base = [] if s.t.v26_1 else [("-useAscendDocker", "true")]
     base += [
-        ("-volcanoType", "true"),
+        (C.FLAG_VOLCANO_TYPE, "true"),
         ("-presetVirtualDevice", "true"),
         ("-logFile", f"{LOG_ROOT}/devicePlugin/devicePlugin.log"),
         ("-logLevel", "0"),

@@ -140,7 +140,7 @@ def problems(plan: SchedulerPlan) -> List[UnsupportedStack]:
         for flag in sorted(args):
             if not re.match(r"^--?[A-Za-z][A-Za-z0-9-]*$", flag):
                 found.append(_fail(f"{field}[{flag}]", flag, "flags like -hotReset", "Write flags with a leading '-'"))
-    grace = plan.volcano_init_params.get("grace-over-time", str(plan.grace_over_time))
+    grace = plan.volcano_init_params.get(C.INIT_PARAM_GRACE_OVER_TIME, str(plan.grace_over_time))
     found.append(
         _int_in(
             "grace_over_time",
@@ -160,15 +160,15 @@ def problems(plan: SchedulerPlan) -> List[UnsupportedStack]:
             )
         )
     for field, value, args_name, args, flag in (
-        ("hot_reset", plan.hot_reset, "device_plugin_args", plan.device_plugin_args, "-hotReset"),
+        ("hot_reset", plan.hot_reset, "device_plugin_args", plan.device_plugin_args, C.FLAG_HOT_RESET),
         (
             "list_watch_period",
             plan.list_watch_period,
             "device_plugin_args",
             plan.device_plugin_args,
-            "-listWatchPeriod",
+            C.FLAG_LIST_WATCH_PERIOD,
         ),
-        ("report_interval", plan.report_interval, "noded_args", plan.noded_args, "-reportInterval"),
+        ("report_interval", plan.report_interval, "noded_args", plan.noded_args, C.FLAG_REPORT_INTERVAL),
     ):
         if value is not None and args.get(flag) != str(value):
             found.append(
@@ -179,29 +179,29 @@ def problems(plan: SchedulerPlan) -> List[UnsupportedStack]:
                     "The plan contradicts itself; rebuild it with `resumable plan` (a bug if it came from there)",
                 )
             )
-    if "-hotReset" in plan.device_plugin_args:
+    if C.FLAG_HOT_RESET in plan.device_plugin_args:
         found.append(
             _one_of(
                 "device_plugin_args[-hotReset]",
-                plan.device_plugin_args["-hotReset"],
+                plan.device_plugin_args[C.FLAG_HOT_RESET],
                 HOT_RESET_VALUES,
                 "Use 2 for process-level recovery",
             )
         )
-    if "-listWatchPeriod" in plan.device_plugin_args:
+    if C.FLAG_LIST_WATCH_PERIOD in plan.device_plugin_args:
         found.append(
             _int_in(
                 "device_plugin_args[-listWatchPeriod]",
-                plan.device_plugin_args["-listWatchPeriod"],
+                plan.device_plugin_args[C.FLAG_LIST_WATCH_PERIOD],
                 *LIST_WATCH_PERIOD_RANGE,
                 "Use 5 for resumable training",
             )
         )
-    if "-reportInterval" in plan.noded_args:
+    if C.FLAG_REPORT_INTERVAL in plan.noded_args:
         found.append(
             _int_in(
                 "noded_args[-reportInterval]",
-                plan.noded_args["-reportInterval"],
+                plan.noded_args[C.FLAG_REPORT_INTERVAL],
                 *REPORT_INTERVAL_RANGE,
                 "Use 5 for resumable training",
             )

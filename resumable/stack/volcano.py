@@ -11,6 +11,7 @@ from typing import Dict, List
 
 import yaml
 
+from .. import constants as C
 from ..constants import LOG_ROOT, NAMESPACE_VOLCANO, UID_HWMINDX
 from ..releases import PREFER_PREVIOUS_NODE, at_least
 from ..versions import Version
@@ -44,7 +45,7 @@ def default_init_params(release: str) -> Dict[str, str]:
     """The release's ``init-params``; 7.3.0 added self-maintain-available-card and forceEnqueue,
     26.1.0 prefer-previous-node (``volcano-v1.x.0.yaml`` at each tag; INST05)."""
     params = {
-        "grace-over-time": "900",
+        C.INIT_PARAM_GRACE_OVER_TIME: "900",
         "presetVirtualDevice": "true",
         "nslb-version": "1.0",
         "shared-tor-num": "2",
@@ -67,7 +68,9 @@ def init_params(s: Settings) -> Dict[str, str]:
     window Volcano waits before force-deleting a pod matches the jobs' grace periods (INST05)."""
     params = default_init_params(s.release)
     params.update(s.plan.volcano_init_params)
-    params["grace-over-time"] = str(s.plan.volcano_init_params.get("grace-over-time", s.plan.grace_over_time))
+    params[C.INIT_PARAM_GRACE_OVER_TIME] = str(
+        s.plan.volcano_init_params.get(C.INIT_PARAM_GRACE_OVER_TIME, s.plan.grace_over_time)
+    )
     return params
 
 
