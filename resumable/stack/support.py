@@ -18,9 +18,6 @@ from .settings import COMPONENTS, PULL_POLICIES
 
 ARCHES = ("aarch64", "x86_64")
 CONTAINER_RUNTIMES = ("containerd", "docker")
-GRACE_OVER_TIME_RANGE = C.RANGE_GRACE_OVER_TIME
-LIST_WATCH_PERIOD_RANGE = C.RANGE_LIST_WATCH_PERIOD
-REPORT_INTERVAL_RANGE = C.RANGE_REPORT_INTERVAL
 HOT_RESET_VALUES = tuple(str(v) for v in C.HOT_RESET_VALUES)
 
 
@@ -145,7 +142,7 @@ def problems(plan: SchedulerPlan) -> List[UnsupportedStack]:
         _int_in(
             "grace_over_time",
             grace,
-            *GRACE_OVER_TIME_RANGE,
+            *C.RANGE_GRACE_OVER_TIME,
             "Volcano force-deletes pods after grace-over-time seconds; keep it within 2..3600 and no "
             "shorter than the jobs' terminationGracePeriodSeconds",
         )
@@ -188,24 +185,12 @@ def problems(plan: SchedulerPlan) -> List[UnsupportedStack]:
                 "Use 2 for process-level recovery",
             )
         )
-    if C.FLAG_LIST_WATCH_PERIOD in plan.device_plugin_args:
-        found.append(
-            _int_in(
-                "device_plugin_args[-listWatchPeriod]",
-                plan.device_plugin_args[C.FLAG_LIST_WATCH_PERIOD],
-                *LIST_WATCH_PERIOD_RANGE,
-                "Use 5 for resumable training",
-            )
-        )
-    if C.FLAG_REPORT_INTERVAL in plan.noded_args:
-        found.append(
-            _int_in(
-                "noded_args[-reportInterval]",
-                plan.noded_args[C.FLAG_REPORT_INTERVAL],
-                *REPORT_INTERVAL_RANGE,
-                "Use 5 for resumable training",
-            )
-        )
+    for args_name, args, flag, (low, high) in (
+        ("device_plugin_args", plan.device_plugin_args, C.FLAG_LIST_WATCH_PERIOD, C.RANGE_LIST_WATCH_PERIOD),
+        ("noded_args", plan.noded_args, C.FLAG_REPORT_INTERVAL, C.RANGE_REPORT_INTERVAL),
+    ):
+        if flag in args:
+            found.append(_int_in(f"{args_name}[{flag}]", args[flag], low, high, "Use 5 for resumable training"))
     return [p for p in found if p is not None]
 
 
