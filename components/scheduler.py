@@ -1,6 +1,6 @@
 """``MindClusterScheduler``: the MindCluster scheduling stack of one plan, as Pulumi resources.
 
-The objects come from :func:`resumable.stack.build_stages` (the same builders ``resumable render``
+The objects come from :func:`resumable.manifests.build_stages` (the same builders ``resumable render``
 uses), in the documented install order: namespaces -> CRDs -> Volcano -> Ascend Operator ->
 ClusterD -> device plugin, NodeD, NPU Exporter. Every resource of a stage ``depends_on`` every
 resource of the stage before it (INST05, INST06, INST08). Providers come from ``opts`` (the
@@ -24,7 +24,7 @@ from resumable.constants import (
 )
 from resumable.errors import ResumableError
 from resumable.plan.model import SchedulerPlan
-from resumable.stack import Stage, build_stages
+from resumable.manifests import Stage, build_stages
 
 from .kinds import constructor_kwargs, resource_class
 

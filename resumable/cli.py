@@ -92,8 +92,8 @@ def cmd_render(args: argparse.Namespace) -> int:
     plan = _load_plan(args.profile, args.strict)
     if plan is None:
         return EXIT_INVALID
-    from .stack import COMPONENTS, UnsupportedStack, build_stack, check_supported
-    from .stack.render import write_stack
+    from .manifests import COMPONENTS, UnsupportedStack, build_stack, check_supported
+    from .manifests.render import write_stack
 
     images = {}
     for item in args.image:

@@ -37,7 +37,7 @@ class Note(PlanPart):
 
 @dataclasses.dataclass
 class SchedulerPlan(PlanPart):
-    """Settings of the MindCluster scheduling stack (consumed by ``resumable.stack``)."""
+    """Settings of the MindCluster scheduling stack (consumed by ``resumable.manifests``)."""
 
     release: str
     stack_release: Optional[str]  # the release whose manifests are deployed; None: not deployable

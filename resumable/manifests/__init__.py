@@ -1,12 +1,12 @@
 """The MindCluster scheduling stack as Kubernetes objects (pure: standard library + PyYAML).
 
 ``build_stack(plan.scheduler)`` returns the objects in install order; the Pulumi component
-(``components/scheduler.py``) and ``resumable render`` (:mod:`resumable.stack.render`) both use it.
+(``components/scheduler.py``) and ``resumable render`` (:mod:`resumable.manifests.render`) both use it.
 """
 
 from __future__ import annotations
 
-from .build import Stage, build_stack, build_stages
+from .scheduler import Stage, build_stack, build_stages
 from .crds import CrdSourceError
 from .settings import COMPONENTS
 from .support import UnsupportedStack, check_supported

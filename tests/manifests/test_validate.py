@@ -12,7 +12,7 @@ import kubernetes_validate
 import pytest
 
 from resumable.releases import STACK_RELEASES, VOLCANO_BUILDS
-from resumable.stack import build_stack
+from resumable.manifests import build_stack
 from resumable.versions import Version
 
 from .plans import scheduler_plan

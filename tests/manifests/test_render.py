@@ -9,9 +9,9 @@ from typing import Any, List
 import pytest
 import yaml
 
-from resumable.stack import build_stack
-from resumable.stack import render as render_module
-from resumable.stack.render import write_stack
+from resumable.manifests import build_stack
+from resumable.manifests import render as render_module
+from resumable.manifests.render import write_stack
 
 from .plans import scheduler_plan
 

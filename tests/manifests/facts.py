@@ -1,7 +1,7 @@
 """Reduce a Kubernetes object to the facts the parity tests compare.
 
 The upstream release manifests (``../shared/upstream/mindcluster/<release>/``) and the objects
-``resumable.stack.build_stack`` returns both go through :func:`facts`, so a parity test compares
+``resumable.manifests.build_stack`` returns both go through :func:`facts`, so a parity test compares
 like with like: RBAC rules as sets of (apiGroup, resource, verb), container args as token lists
 (the shell wrappers ``umask 027;`` and ``2>&1`` removed), host paths, ports and scheduling fields.
 """

@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, List, Tuple
 import pytest
 
 from resumable.releases import STACK_RELEASES
-from resumable.stack import build_stack
+from resumable.manifests import build_stack
 
 from .facts import Key, facts, key_of, load_objects
 from .plans import RESILIENCE_DEVICE_PLUGIN_ARGS, RESILIENCE_NODED_ARGS, scheduler_plan

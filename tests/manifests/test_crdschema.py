@@ -8,7 +8,7 @@ from typing import Any, Dict
 
 import pytest
 
-from resumable.stack import crds
+from resumable.manifests import crds
 
 from .crdschema import validate_cr
 from .facts import first, load_objects

@@ -7,7 +7,7 @@ from typing import Any, Dict
 
 import pytest
 
-from resumable.stack import UnsupportedStack, build_stack, check_supported
+from resumable.manifests import UnsupportedStack, build_stack, check_supported
 
 from .plans import scheduler_plan
 

@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from resumable.constants import CLUSTERD_GRPC_PORT, CLUSTERD_SERVICE, LOG_ROOT
-from resumable.stack import build_stack, build_stages
-from resumable.stack.volcano import default_init_params
+from resumable.manifests import build_stack, build_stages
+from resumable.manifests.volcano import default_init_params
 
 from .facts import arg_tokens, effective_args, first
 from .plans import scheduler_plan
@@ -270,7 +270,7 @@ def test_crd_sources_are_deployed_verbatim(tmp_path: Any) -> None:
 
 
 def test_crd_source_errors_are_one_paragraph(tmp_path: Any) -> None:
-    from resumable.stack import CrdSourceError
+    from resumable.manifests import CrdSourceError
 
     empty = tmp_path / "empty.yaml"
     empty.write_text("kind: ServiceAccount\nmetadata: {name: x}\n")

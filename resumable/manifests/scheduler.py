@@ -51,6 +51,6 @@ def build_stack(
     ``crd_sources``: paths of the user's release files (``ascend-operator-v<ver>.yaml``,
     ``volcano-v<x>.yaml``) whose CRDs replace the trimmed ones built here. ``images``: full image
     references by component name, overriding the release defaults.
-    Raises :class:`~resumable.stack.support.UnsupportedStack` for plans this stack cannot deploy.
+    Raises :class:`~resumable.manifests.support.UnsupportedStack` for plans this stack cannot deploy.
     """
     return [obj for stage in build_stages(scheduler, crd_sources, images) for obj in stage.objects]
