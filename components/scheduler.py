@@ -23,8 +23,8 @@ from resumable.constants import (
     NAMESPACE_VOLCANO,
 )
 from resumable.errors import ResumableError
-from resumable.plan.model import SchedulerPlan
 from resumable.manifests import Stage, build_stages
+from resumable.plan.model import SchedulerPlan
 
 from .kinds import constructor_kwargs, resource_class
 

@@ -6,8 +6,8 @@
 
 from __future__ import annotations
 
-from .scheduler import Stage, build_stack, build_stages
 from .crds import CrdSourceError
+from .scheduler import Stage, build_stack, build_stages
 from .settings import COMPONENTS
 from .support import UnsupportedStack, check_supported
 

@@ -15,8 +15,8 @@ from typing import Any, Callable, Dict, List, Tuple
 
 import pytest
 
-from resumable.releases import STACK_RELEASES
 from resumable.manifests import build_stack
+from resumable.releases import STACK_RELEASES
 
 from .facts import Key, facts, key_of, load_objects
 from .plans import RESILIENCE_DEVICE_PLUGIN_ARGS, RESILIENCE_NODED_ARGS, scheduler_plan

@@ -41,8 +41,8 @@ pulumi.runtime.set_mocks(MOCKS, preview=False)
 
 from components import MindClusterScheduler, MindClusterSchedulerArgs  # noqa: E402
 from components.scheduler import TYPE_TOKEN  # noqa: E402
-from resumable.releases import STACK_RELEASES, VOLCANO_BUILDS  # noqa: E402
 from resumable.manifests import build_stack  # noqa: E402
+from resumable.releases import STACK_RELEASES, VOLCANO_BUILDS  # noqa: E402
 
 from .plans import scheduler_plan  # noqa: E402
 

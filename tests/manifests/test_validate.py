@@ -11,8 +11,8 @@ from typing import List, Tuple
 import kubernetes_validate
 import pytest
 
-from resumable.releases import STACK_RELEASES, VOLCANO_BUILDS
 from resumable.manifests import build_stack
+from resumable.releases import STACK_RELEASES, VOLCANO_BUILDS
 from resumable.versions import Version
 
 from .plans import scheduler_plan
