@@ -16,21 +16,14 @@ DEFAULT_PROFILE = "examples/pytorch-process-recovery.yaml"
 
 
 def load_scheduler_plan(path: str) -> Any:
-    """The plan's scheduler part, or one RunError listing every error-level violation."""
+    """The plan's scheduler part through the one gate, or one RunError carrying the violations."""
+    from resumable.api import load_plan
     from resumable.errors import ResumableError
-    from resumable.plan.build import build_plan
-    from resumable.profile import load_profile
-    from resumable.rules.base import errors as error_violations
 
     try:
-        plan = build_plan(load_profile(path), path)
+        return load_plan(path).scheduler
     except ResumableError as exc:
-        raise pulumi.RunError(f"profile {path}: {exc}") from None
-    errors = error_violations(plan.violations)
-    if errors:
-        lines = "; ".join(f"[{v.rule}] {', '.join(v.paths)}: {v.message}. {v.fix}" for v in errors)
-        raise pulumi.RunError(f"profile {path} is invalid ({len(errors)} error(s)): {lines}")
-    return plan.scheduler
+        raise pulumi.RunError(str(exc)) from None
 
 
 def provider_options(config: pulumi.Config) -> Optional[pulumi.ResourceOptions]:

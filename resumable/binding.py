@@ -1,7 +1,8 @@
 """Bind YAML data to the profile dataclasses, and describe them as JSON Schema and Markdown.
 
 The dataclasses in :mod:`resumable.profile` are the one definition of the profile: their
-annotations give the types, ``field(metadata=...)`` gives docs, choices and ranges. This module
+annotations give the types (closed sets of values are the ``Literal`` aliases of
+:mod:`resumable.choices`), ``field(metadata=...)`` gives docs and ranges. This module
 reads them, so the loader, ``resumable schema`` and docs/profile.md cannot drift apart.
 """
 
@@ -14,6 +15,7 @@ import re
 import typing
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar
 
+from .choices import is_literal, values
 from .errors import ProfileError
 from .versions import VersionError, parse
 
@@ -25,7 +27,6 @@ _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 def spec(
     doc: str,
     *,
-    choices: Optional[Sequence[Any]] = None,
     minimum: Optional[float] = None,
     maximum: Optional[float] = None,
     version: bool = False,
@@ -37,7 +38,6 @@ def spec(
     """Metadata for a profile field (use as ``field(default=..., metadata=spec(...))``)."""
     return {
         "doc": doc,
-        "choices": list(choices) if choices is not None else None,
         "minimum": minimum,
         "maximum": maximum,
         "version": version,
@@ -69,6 +69,8 @@ def _type_name(tp: Any) -> str:
         name = "a mapping of %s" % _plural(typing.get_args(tp)[1])
     elif dataclasses.is_dataclass(tp):
         name = "a mapping"
+    elif is_literal(tp):
+        name = "one of %s" % ", ".join(str(v) for v in values(tp))
     else:
         name = {str: "a string", int: "an integer", float: "a number", bool: "a boolean"}.get(tp, str(tp))
     return name + (" or null" if optional else "")
@@ -80,6 +82,8 @@ def _plural(tp: Any) -> str:
         return "lists"
     if typing.get_origin(tp) in (dict, Dict) or dataclasses.is_dataclass(tp):
         return "mappings"
+    if is_literal(tp):
+        return "values (%s)" % ", ".join(str(v) for v in values(tp))
     return {str: "strings", int: "integers", float: "numbers", bool: "booleans"}.get(tp, str(tp))
 
 
@@ -164,15 +168,18 @@ def _convert(tp: Any, value: Any, where: str, meta: Mapping[str, Any]) -> Any:
                 where,
                 "Write a YAML mapping (`key: value`).",
             )
-        val_tp = typing.get_args(inner)[1]
+        key_tp, val_tp = typing.get_args(inner)
         out = {}
         for k, v in value.items():
-            out[str(k)] = _convert(val_tp, v, "%s.%s" % (where, k), {})
+            key = _scalar(key_tp, k, "%s (key %r)" % (where, k), {}) if is_literal(key_tp) else str(k)
+            out[key] = _convert(val_tp, v, "%s.%s" % (where, k), {})
         return out
     return _scalar(inner, value, where, meta)
 
 
 def _scalar(tp: Any, value: Any, where: str, meta: Mapping[str, Any]) -> Any:
+    if is_literal(tp):
+        return _choice(values(tp), value, where, meta)
     if tp is bool:
         if not isinstance(value, bool):
             raise ProfileError("expected a boolean, found %s" % _describe(value), where, "Write true or false.")
@@ -191,6 +198,10 @@ def _scalar(tp: Any, value: Any, where: str, meta: Mapping[str, Any]) -> Any:
             value = str(value)
         if not isinstance(value, str):
             hint = "Write it as a string."
+            if isinstance(value, bool):
+                hint = 'YAML reads unquoted on/off/yes/no/true/false as a boolean; quote it, e.g. "%s".' % (
+                    "on" if value else "off"
+                )
             if meta.get("version"):
                 hint = 'Quote versions, e.g. "1.28" (unquoted 1.30 would be read as the number 1.3).'
             raise ProfileError("expected a string, found %s" % _describe(value), where, hint)
@@ -210,8 +221,14 @@ def _scalar(tp: Any, value: Any, where: str, meta: Mapping[str, Any]) -> Any:
                 "Use lower-case letters, digits and '-', starting and ending with a letter or digit, "
                 "at most 63 characters.",
             )
-    choices = meta.get("choices")
-    if choices is not None and value not in choices:
+    return value
+
+
+def _choice(choices: Sequence[Any], value: Any, where: str, meta: Mapping[str, Any]) -> Any:
+    """A value of a ``Literal``: first of the choices' type (so ``on`` read as a boolean gets the
+    quoting hint), then one of them."""
+    value = _scalar(type(choices[0]), value, where, meta)
+    if value not in choices:
         close = difflib.get_close_matches(str(value), [str(c) for c in choices], n=1, cutoff=0.5)
         hint = "Allowed: %s." % ", ".join(str(c) for c in choices)
         if close:
@@ -221,6 +238,8 @@ def _scalar(tp: Any, value: Any, where: str, meta: Mapping[str, Any]) -> Any:
 
 
 # --- JSON Schema ---------------------------------------------------------------------------------------
+
+_JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
 
 def json_schema(cls: type, title: Optional[str] = None) -> Dict[str, Any]:
@@ -257,14 +276,16 @@ def _field_schema(tp: Any, f: Optional[dataclasses.Field] = None) -> Dict[str, A
         out = {"type": "array", "items": _field_schema(typing.get_args(inner)[0])}
         if meta.get("min_items") is not None:
             out["minItems"] = meta["min_items"]
-        if meta.get("choices") is not None:
-            out["items"] = {"type": "string", "enum": list(meta["choices"])}
     elif origin in (dict, Dict):
-        out = {"type": "object", "additionalProperties": _field_schema(typing.get_args(inner)[1])}
+        key_tp, val_tp = typing.get_args(inner)
+        out = {"type": "object", "additionalProperties": _field_schema(val_tp)}
+        if is_literal(key_tp):
+            out["propertyNames"] = {"enum": list(values(key_tp))}
+    elif is_literal(inner):
+        choices = values(inner)
+        out = {"type": _JSON_TYPES[type(choices[0])], "enum": list(choices)}
     else:
-        out = {"type": {str: "string", int: "integer", float: "number", bool: "boolean"}[inner]}
-        if meta.get("choices") is not None:
-            out["enum"] = list(meta["choices"])
+        out = {"type": _JSON_TYPES[inner]}
         if meta.get("minimum") is not None:
             out["minimum"] = meta["minimum"]
         if meta.get("maximum") is not None:
@@ -310,8 +331,8 @@ def markdown_reference(cls: type, prefix: str = "") -> List[str]:
         item = typing.get_args(inner)[0] if origin in (list, List) else None
         doc = f.metadata.get("doc", "")
         extras = []
-        if f.metadata.get("choices") is not None:
-            extras.append("one of: " + ", ".join("`%s`" % c for c in f.metadata["choices"]))
+        if is_literal(inner):
+            extras.append("one of: " + ", ".join("`%s`" % c for c in values(inner)))
         lo, hi = f.metadata.get("minimum"), f.metadata.get("maximum")
         if lo is not None or hi is not None:
             extras.append("range %s to %s" % ("-inf" if lo is None else _num(lo), "inf" if hi is None else _num(hi)))

@@ -16,13 +16,14 @@ from typing import List, Optional, Sequence, TextIO
 import yaml
 
 from . import __version__
+from .api import counts, failing, load_plan
 from .binding import json_schema
 from .errors import ResumableError
-from .plan.build import build_plan
-from .plan.model import Plan, Violation
+from .plan import build_plan
 from .plan.text import render_text
 from .profile import Profile, load_profile
-from .rules import ERROR, WARNING, evaluate, format_violation
+from .rules import format_violation
+from .rules.base import Violation
 
 EXIT_OK, EXIT_INVALID, EXIT_INTERNAL = 0, 2, 3
 
@@ -32,13 +33,8 @@ def _print_violations(violations: Sequence[Violation], out: TextIO) -> None:
         print("  " + format_violation(v), file=out)
 
 
-def _counts(violations: Sequence[Violation]) -> str:
-    e = sum(1 for v in violations if v.severity == ERROR)
-    w = sum(1 for v in violations if v.severity == WARNING)
-    return "%d error%s, %d warning%s" % (e, "" if e == 1 else "s", w, "" if w == 1 else "s")
-
-
 def cmd_validate(args: argparse.Namespace) -> int:
+    """Every profile is checked (one bad file does not hide the others); findings go to stderr."""
     worst = EXIT_OK
     for path in args.profiles:
         try:
@@ -47,32 +43,20 @@ def cmd_validate(args: argparse.Namespace) -> int:
             print("INVALID %s" % exc, file=sys.stderr)
             worst = EXIT_INVALID
             continue
-        violations = evaluate(profile)
-        failing = [v for v in violations if v.severity == ERROR or (args.strict and v.severity == WARNING)]
-        if failing:
-            print("INVALID %s: %s" % (path, _counts(violations)))
+        plan = build_plan(profile, path)
+        if failing(plan.violations, args.strict):
+            print("INVALID %s: %s" % (path, counts(plan.violations)), file=sys.stderr)
             worst = EXIT_INVALID
         else:
-            print("OK %s: %s" % (path, _counts(violations)))
-        _print_violations(violations, sys.stdout)
+            print("OK %s: %s" % (path, counts(plan.violations)))
+        _print_violations(plan.violations, sys.stderr)
+        for note in plan.notes:
+            print("  NOTE %s (source: %s)" % (note.text, note.source), file=sys.stderr)
     return worst
 
 
-def _load_plan(path: str, strict: bool = False) -> Optional[Plan]:
-    profile: Profile = load_profile(path)
-    plan = build_plan(profile, path)
-    failing = [v for v in plan.violations if v.severity == ERROR or (strict and v.severity == WARNING)]
-    if failing:
-        print("INVALID %s: %s; fix these first:" % (path, _counts(plan.violations)), file=sys.stderr)
-        _print_violations(plan.violations, sys.stderr)
-        return None
-    return plan
-
-
 def cmd_plan(args: argparse.Namespace) -> int:
-    plan = _load_plan(args.profile, args.strict)
-    if plan is None:
-        return EXIT_INVALID
+    plan = load_plan(args.profile, args.strict)
     if args.format == "json":
         print(json.dumps(plan.to_dict(), indent=2, ensure_ascii=False))
     elif args.format == "yaml":
@@ -89,9 +73,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    plan = _load_plan(args.profile, args.strict)
-    if plan is None:
-        return EXIT_INVALID
+    plan = load_plan(args.profile, args.strict)
     from .manifests import COMPONENTS, UnsupportedStack, build_stack, check_supported
     from .manifests.render import write_stack
 
@@ -181,6 +163,10 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--out", default="docs", metavar="DIR")
     d.add_argument("--check", action="store_true", help="only report files that are out of date")
     d.set_defaults(func=cmd_docs)
+
+    from .runtime import add_commands
+
+    add_commands(sub)
     return p
 
 

@@ -111,9 +111,6 @@ RANGE_GRACE_OVER_TIME = (2, 3600)
 RANGE_LIST_WATCH_PERIOD = (3, 1800)
 #: NodeD -reportInterval, seconds (INST09).
 RANGE_REPORT_INTERVAL = (1, 300)
-#: Device plugin -hotReset: -1 off (default), 0 inference reset, 1 graceful fault tolerance (sunset),
-#: 2 offline reset for process-level recovery (INST04 step 4 / Table 3).
-HOT_RESET_VALUES = (-1, 0, 1, 2)
 
 # --- users (INST01 "Creating a User"; FAQ 337) --------------------------------------------------------------
 USER_HWHIAI = "HwHiAiUser"
@@ -122,5 +119,18 @@ USER_HWMINDX = "hwMindX"
 UID_HWMINDX = 9000
 
 # --- run.py patches (seeds) ---------------------------------------------------------------------------
+#: TaskD from 7.3.0: `sed -i '/import os/i import taskd.python.adaptor.patch' .../torch/distributed/run.py`
+#: (seed 配置进程级别重调度 构建镜像)
 RUNPY_IMPORT_TASKD = "import taskd.python.adaptor.patch"
+RUNPY_ANCHOR_TASKD = "import os"
+#: Elastic Agent up to 7.2: `sed -i '/import logging/i import mindx_elastic.api' ...` (seed 恢复时间优化 表2)
 RUNPY_IMPORT_MINDX_ELASTIC = "import mindx_elastic.api"
+RUNPY_ANCHOR_MINDX_ELASTIC = "import logging"
+
+# --- the profile inside the training container (this project's convention) ----------------------------
+#: `resumable launch` / `doctor` read the profile from $RESUMABLE_PROFILE (default below) and the job
+#: name from $RESUMABLE_JOB; the job templates mount the profile from a ConfigMap and set both.
+ENV_RESUMABLE_PROFILE = "RESUMABLE_PROFILE"
+ENV_RESUMABLE_JOB = "RESUMABLE_JOB"
+PROFILE_MOUNT_DIR = "/etc/resumable"
+PROFILE_FILE_NAME = "profile.yaml"

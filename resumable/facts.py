@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import List, Optional
 
 from . import releases as R
+from .choices import Framework, HotReset, TaskdManagerWhere
 from .profile import STRATEGIES, Cluster, Job, Profile
 from .versions import Version, VersionError
 
@@ -35,7 +36,7 @@ class JobFacts:
     job: Job
     cluster: Cluster
     release: Version
-    framework: str
+    framework: Framework
     strategies: List[str]  # known strategies, in profile order, deduplicated
     unknown_strategies: List[str]
     process_level: bool
@@ -49,7 +50,7 @@ class JobFacts:
     mindspore: Optional[Version]
     uses_taskd: bool  # TaskD is the in-container agent (process-level, or pod-level from 7.3)
     uses_mindx_elastic: bool  # legacy Elastic Agent patches run.py (PyTorch up to 7.2)
-    taskd_manager_where: str  # rank0 | scheduler | none
+    taskd_manager_where: TaskdManagerWhere
     watchdog_supported: bool
     watchdog_on: bool
 
@@ -114,11 +115,14 @@ def job_facts(profile: Profile, index: int) -> JobFacts:
     if framework == "pytorch" and in_container_agent and taskd_era:
         uses_taskd = True
     uses_mindx_elastic = framework == "pytorch" and in_container_agent and not taskd_era
-    where = job.taskd_manager
-    if where == "auto":
+    chosen = job.taskd_manager
+    where: TaskdManagerWhere
+    if chosen == "auto":
         where = ("rank0" if framework == "pytorch" else "scheduler") if uses_taskd else "none"
-    elif where == "off":
+    elif chosen == "off":
         where = "none"
+    else:
+        where = chosen
     supported = watchdog_supported(job)
     if job.recovery.watchdog == "on":
         watchdog_on = True
@@ -156,12 +160,11 @@ def all_job_facts(profile: Profile) -> List[JobFacts]:
     return [job_facts(profile, i) for i in range(len(profile.jobs))]
 
 
-def hot_reset_for(profile: Profile) -> Optional[int]:
+def hot_reset_for(profile: Profile, facts: List[JobFacts]) -> Optional[HotReset]:
     """Device plugin -hotReset the jobs need: 2 for process-level recovery (INST04 step 4), 1 for
     the deprecated graceful fault tolerance, otherwise unset (-1, the plugin default)."""
     if profile.scheduler.hot_reset is not None:
         return profile.scheduler.hot_reset
-    facts = all_job_facts(profile)
     if any(f.process_level or f.hot_switch for f in facts):
         return 2
     if any(f.graceful for f in facts):

@@ -13,9 +13,29 @@ import yaml
 
 from . import constants as C
 from .binding import bind, spec
+from .choices import (
+    Arch,
+    AutoOnOff,
+    Chip,
+    CompileMode,
+    Component,
+    ContainerRuntime,
+    FaultScheduling,
+    Framework,
+    HotReset,
+    JobKind,
+    Launcher,
+    PullPolicy,
+    RestartPolicy,
+    Strategy,
+    SubHealth,
+    TaskdManagerChoice,
+    WheelName,
+    values,
+)
 from .errors import ProfileError
 
-STRATEGIES = ("retry", "recover", "recover-in-place", "elastic-training", "dump", "exit")
+STRATEGIES = values(Strategy)
 
 
 @dataclass
@@ -56,12 +76,11 @@ class Scheduler:
             maximum=C.RANGE_GRACE_OVER_TIME[1],
         ),
     )
-    hot_reset: Optional[int] = field(
+    hot_reset: Optional[HotReset] = field(
         default=None,
         metadata=spec(
             "Device plugin -hotReset; null = chosen from the recovery strategies (2 for process-level "
             "recovery, 1 for graceful fault tolerance, otherwise off) (INST04 Table 3).",
-            choices=list(C.HOT_RESET_VALUES),
         ),
     )
     list_watch_period: int = field(
@@ -84,16 +103,15 @@ class Scheduler:
         default="",
         metadata=spec("Registry prefix for MindCluster images; empty = the local names the release YAMLs use."),
     )
-    image_pull_policy: Optional[str] = field(
+    image_pull_policy: Optional[PullPolicy] = field(
         default=None,
         metadata=spec(
             "Pull policy for all stack images; null = upstream's (Never for MindCluster images, "
             "IfNotPresent for Volcano).",
-            choices=["Always", "IfNotPresent", "Never"],
         ),
     )
     image_pull_secrets: List[str] = field(default_factory=list, metadata=spec("Names of existing image pull secrets."))
-    resources: Dict[str, Dict[str, str]] = field(
+    resources: Dict[Component, Dict[str, str]] = field(
         default_factory=dict,
         metadata=spec(
             "Per-component resource overrides, e.g. volcano-scheduler: {cpu: '8', memory: 8Gi}.",
@@ -110,11 +128,10 @@ class Cluster:
         default="",
         metadata=spec("MindCluster release of every component.", version=True, required=True, example="7.3.0"),
     )
-    chip: str = field(
+    chip: Chip = field(
         default="ascend-910b",
         metadata=spec(
             "Chip family, as the ring-controller.atlas label writes it (YAMLCFG).",
-            choices=["ascend-910", "ascend-910b", "ascend-npu"],
         ),
     )
     accelerator_type: str = field(
@@ -124,11 +141,11 @@ class Cluster:
             "module-a3-16 (Atlas 800T A3), module-a3-16-super-pod (Atlas 900 A3 SuperPoD).",
         ),
     )
-    arch: str = field(default="aarch64", metadata=spec("CPU architecture.", choices=["aarch64", "x86_64"]))
+    arch: Arch = field(default="aarch64", metadata=spec("CPU architecture."))
     kubernetes: str = field(default="1.28", metadata=spec("Kubernetes version.", version=True))
-    container_runtime: str = field(
+    container_runtime: ContainerRuntime = field(
         default="containerd",
-        metadata=spec("Container runtime on the nodes.", choices=["containerd", "docker"]),
+        metadata=spec("Container runtime on the nodes."),
     )
     host_network: bool = field(
         default=False,
@@ -147,12 +164,33 @@ class Cluster:
 
 
 @dataclass
+class Wheel:
+    """A vendor wheel file for the training image: a local file or an https URL, with its sha256.
+
+    TaskD, MindIO and mindx_elastic are never installed from a package index by name: public
+    projects with those names exist (seed 配置进程级别重调度 构建镜像 installs "TaskD whl安装包的路径").
+    """
+
+    file: Optional[str] = field(
+        default=None,
+        metadata=spec(
+            "Path of the .whl file on the machine that builds the image (relative to the profile's directory).",
+            example="wheels/taskd-7.3.0-py3-none-linux_aarch64.whl",
+        ),
+    )
+    url: Optional[str] = field(default=None, metadata=spec("https URL of the .whl file (instead of file)."))
+    sha256: Optional[str] = field(
+        default=None, metadata=spec("sha256 of the .whl file (64 hex digits); checked before it is installed.")
+    )
+
+
+@dataclass
 class Image:
     """The training image's software."""
 
     name: Optional[str] = field(default=None, metadata=spec("Training image reference (registry/name:tag)."))
     base: Optional[str] = field(default=None, metadata=spec("Base image the training image is built from."))
-    framework: str = field(default="pytorch", metadata=spec("Framework.", choices=["pytorch", "mindspore"]))
+    framework: Framework = field(default="pytorch", metadata=spec("Framework."))
     torch: Optional[str] = field(default=None, metadata=spec("PyTorch version.", version=True))
     torch_npu: Optional[str] = field(
         default=None,
@@ -185,6 +223,13 @@ class Image:
         default=None,
         metadata=spec("Legacy Elastic Agent (mindx_elastic) wheel version (null: not installed).", version=True),
     )
+    wheels: Dict[WheelName, Wheel] = field(
+        default_factory=dict,
+        metadata=spec(
+            "The vendor wheel files the image recipe installs, by name (taskd, mindio_ttp, mindio_acp, "
+            "mindx_elastic); each a file or URL with an optional sha256."
+        ),
+    )
 
 
 @dataclass
@@ -213,12 +258,11 @@ class Hccl:
 class Recovery:
     """Recovery intent: what MindCluster may do when a fault hits."""
 
-    fault_scheduling: str = field(
+    fault_scheduling: FaultScheduling = field(
         default="grace",
         metadata=spec(
             "Label fault-scheduling: grace (graceful delete, then force after grace-over-time), force, "
             "or off (no resumable training) (YAMLCFG; RT04).",
-            choices=["grace", "force", "off"],
         ),
     )
     fault_retry_times: Optional[int] = field(
@@ -239,11 +283,10 @@ class Recovery:
             "recover-in-place, elastic-training, dump, exit (seed 配置进程级别重调度).",
         ),
     )
-    watchdog: str = field(
+    watchdog: AutoOnOff = field(
         default="auto",
         metadata=spec(
             "Watchdog fault detection: auto (on where supported and allowed), on, off (seed 恢复时间优化 表1).",
-            choices=["auto", "on", "off"],
         ),
     )
     max_restarts: Optional[int] = field(
@@ -258,11 +301,10 @@ class Recovery:
         default=None,
         metadata=spec("torchrun --monitor_interval in seconds; null = 5 (seed 表2).", minimum=1, maximum=3600),
     )
-    sub_health: str = field(
+    sub_health: SubHealth = field(
         default="ignore",
         metadata=spec(
             "Label subHealthyStrategy (VCAPI; RT05).",
-            choices=["ignore", "graceExit", "forceExit", "hotSwitch"],
         ),
     )
     wait_reschedule_timeout: Optional[int] = field(
@@ -273,11 +315,10 @@ class Recovery:
         default=False,
         metadata=spec("Deprecated graceful fault tolerance (device plugin -hotReset=1) (RT01)."),
     )
-    taskd_process_enable: str = field(
+    taskd_process_enable: AutoOnOff = field(
         default="auto",
         metadata=spec(
             "TASKD_PROCESS_ENABLE: auto (as the release needs), on, off (RT04).",
-            choices=["auto", "on", "off"],
         ),
     )
     termination_grace_period: int = field(
@@ -288,9 +329,9 @@ class Recovery:
             maximum=86400,
         ),
     )
-    restart_policy: str = field(
+    restart_policy: RestartPolicy = field(
         default="Never",
-        metadata=spec("Replica restartPolicy.", choices=["Never", "OnFailure", "Always", "ExitCode"]),
+        metadata=spec("Replica restartPolicy."),
     )
     ttp_port: Optional[int] = field(
         default=8000,
@@ -302,12 +343,11 @@ class Recovery:
 class Compile:
     """Operator compilation: binaries, a compile cache on shared storage, or the framework default."""
 
-    mode: str = field(
+    mode: CompileMode = field(
         default="default",
         metadata=spec(
             "binaries (jit_compile=False), cache (jit_compile=True + ASCEND_CACHE_PATH on shared storage), "
             "or default (seed 恢复时间优化 表9/表10).",
-            choices=["binaries", "cache", "default"],
         ),
     )
     cache_path: str = field(
@@ -365,16 +405,16 @@ class Job:
 
     name: str = field(default="", metadata=spec("Job name.", required=True, dns_name=True))
     namespace: str = field(default="default", metadata=spec("Namespace.", dns_name=True))
-    kind: str = field(
+    kind: JobKind = field(
         default="ascendjob",
-        metadata=spec("ascendjob (Ascend Operator) or vcjob (Volcano Job).", choices=["ascendjob", "vcjob"]),
+        metadata=spec("ascendjob (Ascend Operator) or vcjob (Volcano Job)."),
     )
     image: Image = field(default_factory=Image, metadata=spec("The training image's software."))
     nodes: int = field(default=1, metadata=spec("Number of nodes (one pod per node).", minimum=1, maximum=20000))
     npus_per_node: int = field(default=8, metadata=spec("NPUs per node.", minimum=1, maximum=16))
-    launcher: str = field(
+    launcher: Launcher = field(
         default="torchrun",
-        metadata=spec("Launcher.", choices=["torchrun", "torch_npu_run", "msrun"]),
+        metadata=spec("Launcher."),
     )
     script: str = field(default="train.py", metadata=spec("Training entry script the launcher starts."))
     script_args: List[str] = field(default_factory=list, metadata=spec("Arguments of the training script."))
@@ -387,11 +427,10 @@ class Job:
     compile: Compile = field(default_factory=Compile, metadata=spec("Operator compilation."))
     checkpoint: Checkpoint = field(default_factory=Checkpoint, metadata=spec("Checkpoints."))
     budget: Budget = field(default_factory=Budget, metadata=spec("Recovery-time budget estimates."))
-    taskd_manager: str = field(
+    taskd_manager: TaskdManagerChoice = field(
         default="auto",
         metadata=spec(
             "Where the TaskD Manager runs: auto, rank0 (PyTorch), scheduler (MindSpore scheduler pod), off.",
-            choices=["auto", "rank0", "scheduler", "off"],
         ),
     )
     taskd_port: int = field(
@@ -415,6 +454,13 @@ class Profile:
     scheduler: Scheduler = field(default_factory=Scheduler, metadata=spec("Scheduling-stack settings."))
     storage: Storage = field(default_factory=Storage, metadata=spec("Shared storage."))
     jobs: List[Job] = field(default_factory=list, metadata=spec("Job templates.", required=True, min_items=1))
+    acknowledge: List[str] = field(
+        default_factory=list,
+        metadata=spec(
+            "Ids of warning rules you have read and accept for this profile; an acknowledged warning is "
+            "listed as a plan note and no longer fails `validate --strict`."
+        ),
+    )
 
 
 def load_profile(path: str) -> Profile:

@@ -7,7 +7,7 @@ INSTnn = manual installation chapters, HAxx = hiascend.com pages for 7.x wording
 
 from __future__ import annotations
 
-from typing import Dict, NamedTuple, Optional, Tuple
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from .versions import Version
 
@@ -126,3 +126,70 @@ def stack_release(release: Version) -> Optional[StackRelease]:
 def kubernetes_in_range(kubernetes: Version, build: VolcanoBuild) -> bool:
     mm = kubernetes.major_minor
     return Version(build.kubernetes_min).major_minor <= mm <= Version(build.kubernetes_max).major_minor
+
+
+def default_volcano(release: Version) -> str:
+    """The Volcano build a release deploys when the profile does not choose one."""
+    stack = stack_release(release)
+    return stack.default_volcano if stack is not None else "1.9.0"
+
+
+class DeployProblem(NamedTuple):
+    """Why a release x Volcano x Kubernetes combination cannot be deployed."""
+
+    kind: str  # "release" | "volcano" | "kubernetes-volcano" | "kubernetes"
+    message: str
+    fix: str
+
+
+def deployability(release: Version, volcano: Optional[str], kubernetes: Optional[Version]) -> List[DeployProblem]:
+    """Every reason this project cannot deploy the scheduling stack of ``release`` with Volcano
+    ``volcano`` (None: the release's default) on Kubernetes ``kubernetes`` (None: unknown). The
+    profile rules and the manifest builders both ask this one function."""
+    out: List[DeployProblem] = []
+    stack = stack_release(release)
+    if stack is None:
+        out.append(
+            DeployProblem(
+                "release",
+                "the scheduling stack of MindCluster %s cannot be deployed by this project (supported: %s and "
+                "their service packs)" % (release, ", ".join(STACK_RELEASES)),
+                "Use a supported release, or install the stack yourself and use resumable for the jobs only",
+            )
+        )
+    key = default_volcano(release)
+    if volcano is not None:
+        key = "%d.%d.%d" % Version(volcano).release[:3]
+        allowed = stack.volcano if stack is not None else tuple(VOLCANO_BUILDS)
+        if key not in allowed:
+            out.append(
+                DeployProblem(
+                    "volcano",
+                    "Volcano %s is not shipped with MindCluster %s (available: %s)"
+                    % (volcano, release, ", ".join(allowed)),
+                    "Choose one of %s (1.12.0 needs MindCluster 26.1.0), or leave the choice to the release"
+                    % ", ".join(allowed),
+                )
+            )
+            return out
+    if kubernetes is None:
+        return out
+    build = VOLCANO_BUILDS.get(key)
+    if build is not None and not kubernetes_in_range(kubernetes, build):
+        out.append(
+            DeployProblem(
+                "kubernetes-volcano",
+                "Kubernetes %s is outside Volcano %s's range %s to %s"
+                % (kubernetes, key, build.kubernetes_min, build.kubernetes_max),
+                "Choose a Volcano build whose range includes the cluster's Kubernetes, or upgrade Kubernetes",
+            )
+        )
+    if not Version(KUBERNETES_MIN).major_minor <= kubernetes.major_minor <= Version(KUBERNETES_MAX).major_minor:
+        out.append(
+            DeployProblem(
+                "kubernetes",
+                "Kubernetes %s is outside MindCluster's range %s to %s" % (kubernetes, KUBERNETES_MIN, KUBERNETES_MAX),
+                "Use a Kubernetes version MindCluster supports",
+            )
+        )
+    return out

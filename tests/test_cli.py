@@ -82,9 +82,11 @@ def test_strict_fails_exactly_where_warnings_exist(capsys: pytest.CaptureFixture
         assert out.startswith("OK ")
 
 
-def test_strict_is_exercised_by_at_least_one_example(capsys: pytest.CaptureFixture[str]) -> None:
-    codes = [run(capsys, "validate", "--strict", str(p))[0] for p in EXAMPLES]
-    assert 2 in codes, "no example has a warning; --strict is not tested"
+def test_every_example_passes_strict(capsys: pytest.CaptureFixture[str]) -> None:
+    for p in EXAMPLES:
+        code, out, err = run(capsys, "validate", "--strict", str(p))
+        assert code == 0, err
+        assert out.startswith("OK %s" % p)
 
 
 def test_validate_mixed_good_and_bad_reports_both(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -127,14 +129,16 @@ def test_plan_text(capsys: pytest.CaptureFixture[str], example: Path) -> None:
     assert (code2, out2) == (code, out)
 
 
-def test_plan_strict_refuses_warnings(capsys: pytest.CaptureFixture[str]) -> None:
-    warned = [p for p in EXAMPLES if run(capsys, "validate", "--strict", str(p))[0] == 2]
-    if not warned:
-        pytest.skip("no example has warnings")
-    code, out, err = run(capsys, "plan", "--strict", "--format", "json", str(warned[0]))
+def test_plan_strict_refuses_warnings(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    doc = yaml.safe_load(EXAMPLES[-1].read_text(encoding="utf-8"))
+    doc["jobs"][0]["recovery"]["fault_scheduling"] = "force"  # process-level-grace warns
+    path = write(tmp_path, yaml.safe_dump(doc))
+    assert run(capsys, "plan", "--format", "json", path)[0] == 0
+    code, out, err = run(capsys, "plan", "--strict", "--format", "json", path)
     assert code == 2
     assert out == ""
-    assert "INVALID" in err and "Traceback" not in err
+    assert "[process-level-grace]" in err and "strict" in err and "Traceback" not in err
+    assert_one_paragraph(err)
 
 
 # --- schema -------------------------------------------------------------------------------------------
@@ -294,10 +298,10 @@ def test_unreadable_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
 
 def test_rule_error_exits_2_and_names_the_rule(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = write(tmp_path, MINIMAL + "  - name: a\n")  # two jobs with one name
-    code, out, _ = run(capsys, "validate", path)
-    assert code == 2
-    assert out.startswith("INVALID %s" % path)
-    assert "ERROR [unique-job-names]" in out
+    code, out, err = run(capsys, "validate", path)
+    assert code == 2 and out == ""
+    assert err.startswith("INVALID %s" % path)
+    assert "ERROR [unique-job-names]" in err
     assert "unique-job-names" in REGISTRY
     code, out, err = run(capsys, "plan", "--format", "json", path)
     assert code == 2 and out == ""

@@ -28,8 +28,9 @@ import yaml
 
 from resumable import cli
 from resumable.binding import unwrap_optional as _unwrap_optional
+from resumable.choices import is_literal, values
 from resumable.errors import ProfileError
-from resumable.plan.build import build_plan
+from resumable.plan import build_plan
 from resumable.profile import STRATEGIES, Profile, parse_profile
 from resumable.rules import ERROR, REGISTRY, WARNING, evaluate
 
@@ -157,13 +158,16 @@ class Gen:
                 return self.draw(st.lists(st.sampled_from(pool), max_size=4))
             return [self.value(item, {}, name) for _ in range(self.draw(st.integers(0, 2)))]
         if origin in (dict, Dict):
-            val_tp = typing.get_args(inner)[1]
-            keys = self.draw(st.lists(st.sampled_from(["A", "B_C", "cpu", "memory", "volcano-scheduler"]), max_size=2))
+            key_tp, val_tp = typing.get_args(inner)
+            pool = ["A", "B_C", "cpu", "memory", "volcano-scheduler"]
+            if is_literal(key_tp):
+                pool = list(values(key_tp)) + (["unknown-key"] if self.mutate() else [])
+            keys = self.draw(st.lists(st.sampled_from(pool), max_size=2))
             return {k: self.value(val_tp, {}, name) for k in keys}
         return self.scalar(inner, meta)
 
     def scalar(self, tp: Any, meta: Any) -> Any:
-        choices = meta.get("choices")
+        choices = values(tp) if is_literal(tp) else None
         lo, hi = meta.get("minimum"), meta.get("maximum")
         if choices is not None:
             if self.mutate():

@@ -287,16 +287,6 @@ CASES: Dict[str, Tuple[List[Tuple[Dict[str, Any], str]], Dict[str, Any]]] = {
         [({J + "recovery.restart_policy": "OnFailure"}, J + "recovery.restart_policy")],
         {J + "recovery.restart_policy": "Never"},
     ),
-    "rank0-escalation": (
-        [
-            ({}, J + "recovery"),
-            (
-                {J + "recovery.strategies": [], J + "checkpoint.dump": False, J + "recovery.pod_rescheduling": True},
-                J + "recovery",
-            ),
-        ],
-        {J + "recovery.strategies": [], J + "checkpoint.dump": False},
-    ),
     "launcher-framework": ([({J + "launcher": "msrun"}, J + "launcher")], {J + "launcher": "torch_npu_run"}),
     "torch-npu-run-version": (
         [
@@ -405,12 +395,21 @@ def test_cli_prints_rule_id_and_exits_2(tmp_path: Any, capsys: Any) -> None:
     path = tmp_path / "p.yaml"
     path.write_text(yaml.safe_dump(doc))
     assert main(["validate", str(path)]) == 2
-    out = capsys.readouterr().out
-    assert "[watchdog-process-level]" in out and "INVALID" in out
+    captured = capsys.readouterr()
+    assert "[watchdog-process-level]" in captured.err and "INVALID" in captured.err
+    assert captured.out == ""
 
 
-def test_warnings_fail_only_with_strict(tmp_path: Any) -> None:
+def test_warnings_fail_only_with_strict_and_can_be_acknowledged(tmp_path: Any, capsys: Any) -> None:
+    doc = yaml.safe_load(BASE)
+    doc["jobs"][0]["recovery"]["fault_scheduling"] = "force"  # process-level-grace is a warning
     path = tmp_path / "p.yaml"
-    path.write_text(BASE)
+    path.write_text(yaml.safe_dump(doc))
     assert main(["validate", str(path)]) == 0
-    assert main(["validate", "--strict", str(path)]) == 2  # rank0-escalation is a warning
+    assert main(["validate", "--strict", str(path)]) == 2
+    assert "WARNING [process-level-grace]" in capsys.readouterr().err
+    doc["acknowledge"] = ["process-level-grace"]
+    path.write_text(yaml.safe_dump(doc))
+    assert main(["validate", "--strict", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert "NOTE acknowledged warning [process-level-grace]" in err and "WARNING" not in err

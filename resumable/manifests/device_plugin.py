@@ -63,7 +63,10 @@ def flags(s: Settings) -> List[Tuple[str, str]]:
     ]
     if s.t.v26_1:
         base += [("--enable-healthz", "true"), ("--healthz-address", str(HEALTHZ_PORT))]
-    return k8s.merge_flags(base, s.plan.device_plugin_args)
+    if s.plan.hot_reset is not None:
+        base.append((C.FLAG_HOT_RESET, str(s.plan.hot_reset)))
+    base.append((C.FLAG_LIST_WATCH_PERIOD, str(s.plan.list_watch_period)))
+    return base
 
 
 def _runtime_mounts(s: Settings) -> List[Tuple[str, str]]:

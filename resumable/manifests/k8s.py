@@ -134,15 +134,6 @@ def flag_line(program: str, flags: Sequence[Tuple[str, str]]) -> str:
     return " ".join([program] + [f"{k}={v}" for k, v in flags])
 
 
-def merge_flags(base: Sequence[Tuple[str, str]], overrides: Dict[str, str]) -> List[Tuple[str, str]]:
-    """``base`` flags with ``overrides`` applied: same flag replaced in place, new flags appended
-    in sorted order (deterministic output whatever order the plan's dict has)."""
-    merged = [(k, overrides.get(k, v)) for k, v in base]
-    known = {k for k, _ in base}
-    merged.extend((k, overrides[k]) for k in sorted(overrides) if k not in known)
-    return merged
-
-
 class LogDir:
     """A component's log directory under ``/var/log/mindx-dl``.
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import List, Tuple
 
+from .. import constants as C
 from ..constants import DRIVER_PATH, ENV_XDL_IP, LOG_ROOT, NAMESPACE_MINDX_DL
 from . import k8s
 from .k8s import LogDir, Obj, Rule
@@ -36,7 +37,8 @@ def flags(s: Settings) -> List[Tuple[str, str]]:
     base = [("-logFile", f"{LOG_ROOT}/noded/noded.log"), ("-logLevel", "0")]
     if s.t.v26_1:
         base += [("--enable-healthz", "true"), ("--healthz-address", str(HEALTHZ_PORT))]
-    return k8s.merge_flags(base, s.plan.noded_args)
+    base.append((C.FLAG_REPORT_INTERVAL, str(s.plan.report_interval)))
+    return base
 
 
 def objects(s: Settings) -> List[Obj]:

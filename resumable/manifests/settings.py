@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Mapping, Optional, Tuple
 
+from ..choices import Component, values
 from ..constants import NODE_LABEL_MASTER, NODE_LABEL_MASTER_VALUE, NODE_LABEL_WORKER, NODE_LABEL_WORKER_VALUE
 from ..plan.model import SchedulerPlan
 from .k8s import Obj, resources
@@ -19,15 +20,7 @@ CLUSTERD = "clusterd"
 DEVICE_PLUGIN = "device-plugin"
 NODED = "noded"
 NPU_EXPORTER = "npu-exporter"
-COMPONENTS: Tuple[str, ...] = (
-    VOLCANO_SCHEDULER,
-    VOLCANO_CONTROLLERS,
-    ASCEND_OPERATOR,
-    CLUSTERD,
-    DEVICE_PLUGIN,
-    NODED,
-    NPU_EXPORTER,
-)
+COMPONENTS: Tuple[str, ...] = values(Component)
 VOLCANO_COMPONENTS = (VOLCANO_SCHEDULER, VOLCANO_CONTROLLERS)
 
 #: Local image names the release manifests reference (INST01 "Preparing an Image": images are
@@ -106,11 +99,11 @@ class Settings:
 
     @property
     def master_selector(self) -> Dict[str, str]:
-        return dict(self.plan.node_selector_master or {NODE_LABEL_MASTER: NODE_LABEL_MASTER_VALUE})
+        return {NODE_LABEL_MASTER: NODE_LABEL_MASTER_VALUE}
 
     @property
     def worker_selector(self) -> Dict[str, str]:
-        return dict(self.plan.node_selector_worker or {NODE_LABEL_WORKER: NODE_LABEL_WORKER_VALUE})
+        return {NODE_LABEL_WORKER: NODE_LABEL_WORKER_VALUE}
 
     def pod_extras(self) -> Obj:
         """Pod-spec fields every component gets from the plan (image pull secrets)."""
@@ -118,3 +111,6 @@ class Settings:
         if self.plan.image_pull_secrets:
             extras["imagePullSecrets"] = [{"name": n} for n in self.plan.image_pull_secrets]
         return extras
+
+
+assert set(COMPONENTS) == set(LOCAL_IMAGE_NAMES) == set(DEFAULT_RESOURCES), "component tables disagree"

@@ -6,19 +6,16 @@ component (error at preview) refuse the same plans with the same message.
 
 from __future__ import annotations
 
-import re
 from typing import Iterable, List, Optional
 
 from .. import constants as C
+from ..choices import Arch, ContainerRuntime, HotReset, PullPolicy, values
 from ..errors import ResumableError
 from ..plan.model import SchedulerPlan
-from ..releases import KUBERNETES_MAX, KUBERNETES_MIN, STACK_RELEASES, VOLCANO_BUILDS, kubernetes_in_range
+from ..plan.scheduler import volcano_plugin_name
+from ..releases import STACK_RELEASES, deployability
 from ..versions import Version, VersionError
-from .settings import COMPONENTS, PULL_POLICIES
-
-ARCHES = ("aarch64", "x86_64")
-CONTAINER_RUNTIMES = ("containerd", "docker")
-HOT_RESET_VALUES = tuple(str(v) for v in C.HOT_RESET_VALUES)
+from .settings import COMPONENTS
 
 
 class UnsupportedStack(ResumableError):
@@ -29,10 +26,10 @@ def _fail(field: str, value: object, allowed: str, fix: str) -> UnsupportedStack
     return UnsupportedStack(f"{field} = {value!r} is not supported (allowed: {allowed})", "scheduler", fix)
 
 
-def _one_of(field: str, value: object, allowed: Iterable[str], fix: str) -> Optional[UnsupportedStack]:
-    allowed = list(allowed)
-    if value not in allowed:
-        return _fail(field, value, ", ".join(allowed), fix)
+def _one_of(field: str, value: object, allowed: Iterable[object], fix: str) -> Optional[UnsupportedStack]:
+    choices = list(allowed)
+    if value not in choices:
+        return _fail(field, value, ", ".join(str(c) for c in choices), fix)
     return None
 
 
@@ -47,72 +44,43 @@ def _int_in(field: str, value: object, low: int, high: int, fix: str) -> Optiona
 
 
 def problems(plan: SchedulerPlan) -> List[UnsupportedStack]:
-    """Every reason the stack cannot be built, first the release (the rest depends on it)."""
-    releases = ", ".join(STACK_RELEASES)
-    if plan.stack_release is None or plan.stack_release not in STACK_RELEASES:
+    """Every reason the stack cannot be built, first the release (the rest depends on it).
+
+    A plan from :func:`resumable.api.load_plan` passed the same checks as profile rules; this
+    guards plans built by hand (Pulumi programs, tests)."""
+    try:
+        release = Version(plan.release)
+        kube: Optional[Version] = Version(plan.kubernetes)
+    except VersionError as exc:
+        return [_fail("release/kubernetes", exc, "versions like 7.3.0 and 1.28", "Fix the plan's versions")]
+    deploy = deployability(release, plan.volcano_version, kube)
+    releases = [p for p in deploy if p.kind == "release"]
+    if releases or plan.stack_release not in STACK_RELEASES:
+        first = releases[0] if releases else None
         return [
-            _fail(
-                "release",
-                plan.release,
-                f"MindCluster {releases} and their service packs",
-                "Set cluster.mindcluster to a release with deployable manifests, or install the stack "
-                "by hand and use resumable only for the jobs",
+            UnsupportedStack(
+                first.message if first else "release %r has no deployable manifests" % plan.release,
+                "scheduler",
+                first.fix if first else "Use a supported MindCluster release",
             )
         ]
-    stack = STACK_RELEASES[plan.stack_release]
-    found: List[Optional[UnsupportedStack]] = [
-        _one_of("arch", plan.arch, ARCHES, "Set cluster.arch to aarch64 or x86_64"),
+    found: List[Optional[UnsupportedStack]] = [UnsupportedStack(p.message, "scheduler", p.fix) for p in deploy]
+    found += [
+        _one_of("arch", plan.arch, values(Arch), "Set cluster.arch to aarch64 or x86_64"),
         _one_of(
             "container_runtime",
             plan.container_runtime,
-            CONTAINER_RUNTIMES,
+            values(ContainerRuntime),
             "Use containerd or docker; iSula and CRI-O are not covered by the manifests this stack follows",
         ),
-        _one_of(
-            "volcano_version",
-            plan.volcano_version,
-            stack.volcano,
-            f"MindCluster {plan.stack_release} ships Volcano {', '.join(stack.volcano)}; pick one of them "
-            f"(default {stack.default_volcano})",
-        ),
     ]
-    build = VOLCANO_BUILDS.get(plan.volcano_version)
-    try:
-        kube: Optional[Version] = Version(plan.kubernetes)
-    except VersionError:
-        kube = None
-        found.append(_fail("kubernetes", plan.kubernetes, "a version like 1.28", "Set cluster.kubernetes"))
-    if kube is not None and build is not None and not kubernetes_in_range(kube, build):
-        found.append(
-            _fail(
-                "kubernetes",
-                plan.kubernetes,
-                f"{build.kubernetes_min}..{build.kubernetes_max} for Volcano {build.version}",
-                "Choose the Volcano build that supports your Kubernetes (1.12.0 needs MindCluster 26.1.0) "
-                "or upgrade Kubernetes",
-            )
-        )
-    if kube is not None and not (
-        Version(KUBERNETES_MIN).major_minor <= kube.major_minor <= Version(KUBERNETES_MAX).major_minor
-    ):
-        found.append(
-            _fail(
-                "kubernetes",
-                plan.kubernetes,
-                f"{KUBERNETES_MIN}..{KUBERNETES_MAX}",
-                "Use a Kubernetes MindCluster supports",
-            )
-        )
-    plugin = re.compile(r"^volcano-npu_v?%s_linux-%s$" % (re.escape(plan.release), re.escape(plan.arch)))
-    if not plugin.match(plan.volcano_plugin_name) and not re.match(
-        r"^volcano-npu_v?%s_linux-%s$" % (re.escape(plan.stack_release), re.escape(plan.arch)),
-        plan.volcano_plugin_name,
-    ):
+    expected_plugin = volcano_plugin_name(plan.stack_release or plan.release, plan.arch)
+    if plan.volcano_plugin_name != expected_plugin:
         found.append(
             _fail(
                 "volcano_plugin_name",
                 plan.volcano_plugin_name,
-                f"volcano-npu_{plan.release}_linux-{plan.arch}",
+                expected_plugin,
                 "The scheduler loads the plugin by this name; it must match the release and arch of the "
                 "vc-scheduler image",
             )
@@ -120,77 +88,24 @@ def problems(plan: SchedulerPlan) -> List[UnsupportedStack]:
     if plan.image_pull_policy is not None:
         found.append(
             _one_of(
-                "image_pull_policy",
-                plan.image_pull_policy,
-                PULL_POLICIES,
-                "Use Always, IfNotPresent or Never",
+                "image_pull_policy", plan.image_pull_policy, values(PullPolicy), "Use Always, IfNotPresent or Never"
             )
         )
     unknown = sorted(set(plan.resources) - set(COMPONENTS))
     if unknown:
         found.append(_fail("resources", ", ".join(unknown), ", ".join(COMPONENTS), "Key resources by component name"))
-    for component, values in sorted(plan.resources.items()):
-        extra = sorted(set(values) - {"cpu", "memory"})
+    for component, limits in sorted(plan.resources.items()):
+        extra = sorted(set(limits) - {"cpu", "memory"})
         if extra:
             found.append(_fail(f"resources.{component}", ", ".join(extra), "cpu, memory", "Give cpu and memory only"))
-    for field, args in (("device_plugin_args", plan.device_plugin_args), ("noded_args", plan.noded_args)):
-        for flag in sorted(args):
-            if not re.match(r"^--?[A-Za-z][A-Za-z0-9-]*$", flag):
-                found.append(_fail(f"{field}[{flag}]", flag, "flags like -hotReset", "Write flags with a leading '-'"))
-    grace = plan.volcano_init_params.get(C.INIT_PARAM_GRACE_OVER_TIME, str(plan.grace_over_time))
-    found.append(
-        _int_in(
-            "grace_over_time",
-            grace,
-            *C.RANGE_GRACE_OVER_TIME,
-            "Volcano force-deletes pods after grace-over-time seconds; keep it within 2..3600 and no "
-            "shorter than the jobs' terminationGracePeriodSeconds",
-        )
-    )
-    if str(grace) != str(plan.grace_over_time):
-        found.append(
-            _fail(
-                "volcano_init_params[grace-over-time]",
-                grace,
-                f"the plan's grace_over_time {plan.grace_over_time}",
-                "Set the grace period in one place (the recovery settings) so Volcano and the jobs agree",
-            )
-        )
-    for field, value, args_name, args, flag in (
-        ("hot_reset", plan.hot_reset, "device_plugin_args", plan.device_plugin_args, C.FLAG_HOT_RESET),
-        (
-            "list_watch_period",
-            plan.list_watch_period,
-            "device_plugin_args",
-            plan.device_plugin_args,
-            C.FLAG_LIST_WATCH_PERIOD,
-        ),
-        ("report_interval", plan.report_interval, "noded_args", plan.noded_args, C.FLAG_REPORT_INTERVAL),
+    if plan.hot_reset is not None:
+        found.append(_one_of("hot_reset", plan.hot_reset, values(HotReset), "Use 2 for process-level recovery"))
+    for field, value, (low, high) in (
+        ("grace_over_time", plan.grace_over_time, C.RANGE_GRACE_OVER_TIME),
+        ("list_watch_period", plan.list_watch_period, C.RANGE_LIST_WATCH_PERIOD),
+        ("report_interval", plan.report_interval, C.RANGE_REPORT_INTERVAL),
     ):
-        if value is not None and args.get(flag) != str(value):
-            found.append(
-                _fail(
-                    f"{args_name}[{flag}]",
-                    args.get(flag),
-                    f"the plan's {field} {value}",
-                    "The plan contradicts itself; rebuild it with `resumable plan` (a bug if it came from there)",
-                )
-            )
-    if C.FLAG_HOT_RESET in plan.device_plugin_args:
-        found.append(
-            _one_of(
-                "device_plugin_args[-hotReset]",
-                plan.device_plugin_args[C.FLAG_HOT_RESET],
-                HOT_RESET_VALUES,
-                "Use 2 for process-level recovery",
-            )
-        )
-    for args_name, args, flag, (low, high) in (
-        ("device_plugin_args", plan.device_plugin_args, C.FLAG_LIST_WATCH_PERIOD, C.RANGE_LIST_WATCH_PERIOD),
-        ("noded_args", plan.noded_args, C.FLAG_REPORT_INTERVAL, C.RANGE_REPORT_INTERVAL),
-    ):
-        if flag in args:
-            found.append(_int_in(f"{args_name}[{flag}]", args[flag], low, high, "Use 5 for resumable training"))
+        found.append(_int_in(field, value, low, high, "Keep it within the component's documented range"))
     return [p for p in found if p is not None]
 
 

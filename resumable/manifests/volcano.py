@@ -64,13 +64,10 @@ def default_init_params(release: str) -> Dict[str, str]:
 
 
 def init_params(s: Settings) -> Dict[str, str]:
-    """Release defaults, then the plan's overrides; ``grace-over-time`` always the plan's, so the
-    window Volcano waits before force-deleting a pod matches the jobs' grace periods (INST05)."""
+    """Release defaults with the plan's ``grace-over-time``, so the window Volcano waits before
+    force-deleting a pod matches the jobs' grace periods (INST05)."""
     params = default_init_params(s.release)
-    params.update(s.plan.volcano_init_params)
-    params[C.INIT_PARAM_GRACE_OVER_TIME] = str(
-        s.plan.volcano_init_params.get(C.INIT_PARAM_GRACE_OVER_TIME, s.plan.grace_over_time)
-    )
+    params[C.INIT_PARAM_GRACE_OVER_TIME] = str(s.plan.grace_over_time)
     return params
 
 

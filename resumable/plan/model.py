@@ -9,6 +9,20 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict, List, Optional
 
+from ..choices import (
+    Arch,
+    Chip,
+    CompileMode,
+    ContainerRuntime,
+    Framework,
+    HotReset,
+    Launcher,
+    PullPolicy,
+    TaskdManagerWhere,
+    WheelName,
+)
+from ..rules.base import Violation
+
 
 def _plain(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -37,30 +51,31 @@ class Note(PlanPart):
 
 @dataclasses.dataclass
 class SchedulerPlan(PlanPart):
-    """Settings of the MindCluster scheduling stack (consumed by ``resumable.manifests``)."""
+    """Settings of the MindCluster scheduling stack (consumed by ``resumable.manifests``).
+
+    Each setting is held once, typed; the builders render it into the component's flag or
+    ``init-params`` entry (``-hotReset``, ``-listWatchPeriod``, ``-reportInterval``,
+    ``grace-over-time``).
+    """
 
     release: str
     stack_release: Optional[str]  # the release whose manifests are deployed; None: not deployable
-    arch: str  # aarch64 | x86_64
+    arch: Arch
     kubernetes: str
-    container_runtime: str  # containerd | docker
+    container_runtime: ContainerRuntime
     volcano_version: str
     volcano_plugin_name: str
     image_registry: str
-    image_pull_policy: Optional[str]
+    image_pull_policy: Optional[PullPolicy]
     image_pull_secrets: List[str]
-    #: device plugin arguments the resilience settings require, e.g. {"-hotReset": "2"}
-    device_plugin_args: Dict[str, str]
-    #: NodeD arguments, e.g. {"-reportInterval": "5"}
-    noded_args: Dict[str, str]
-    #: Volcano scheduler ``init-params`` overrides, e.g. {"grace-over-time": "900"}
-    volcano_init_params: Dict[str, str]
+    #: Volcano init-param grace-over-time, seconds
     grace_over_time: int
-    hot_reset: Optional[int]
+    #: device plugin -hotReset; None: the plugin default (off)
+    hot_reset: Optional[HotReset]
+    #: device plugin -listWatchPeriod, seconds
     list_watch_period: int
+    #: NodeD -reportInterval, seconds
     report_interval: int
-    node_selector_master: Dict[str, str]
-    node_selector_worker: Dict[str, str]
     resources: Dict[str, Dict[str, str]]  # component -> {"cpu": "...", "memory": "..."}
     notes: List[Note]
 
@@ -131,15 +146,33 @@ class SharedVolumePlan(PlanPart):
 
 
 @dataclasses.dataclass
+class WheelPlan(PlanPart):
+    """A vendor wheel the image installs: from a file or URL, checked against sha256 when given,
+    never from a package index by name."""
+
+    name: WheelName
+    version: Optional[str]
+    #: absolute path on the machine that builds the image (resolved against the profile's directory)
+    file: Optional[str]
+    url: Optional[str]
+    sha256: Optional[str]
+    reason: str
+
+
+@dataclasses.dataclass
 class ImagePlan(PlanPart):
     """How the training image must be built for the chosen recovery features."""
 
+    #: the image reference the jobs run (image.name), None: built and named by the deployment
+    name: Optional[str]
     base: Optional[str]
-    framework: str
-    wheels: List[str]
+    framework: Framework
+    wheels: List[WheelPlan]
     runpy_patch: Optional[str]  # the import line inserted before the anchor in torch/distributed/run.py
     runpy_anchor: Optional[str]  # "import os" (TaskD) or "import logging" (mindx_elastic)
-    dockerfile: List[str]
+    #: the run user every image and host shares (name, uid = gid)
+    user: str
+    uid: int
     notes: List[Note]
 
 
@@ -148,7 +181,7 @@ class TaskdManagerPlan(PlanPart):
     """Where the TaskD Manager runs and the config it is started with (TASKDAPI 04)."""
 
     enabled: bool
-    where: str  # "rank0" | "scheduler" | "none"
+    where: TaskdManagerWhere
     condition: str  # the shell test the launcher uses
     job_id_env: str
     node_nums: int
@@ -160,12 +193,12 @@ class TaskdManagerPlan(PlanPart):
 class LauncherPlan(PlanPart):
     """What the in-image launcher (``resumable launch``) does."""
 
-    launcher: str  # torchrun | torch_npu_run | msrun
+    launcher: Launcher
     args: List[str]
     env: List[EnvVar]
     ld_preload: List[str]
     taskd_manager: TaskdManagerPlan
-    compile_mode: str  # binaries | cache | default
+    compile_mode: CompileMode
     jit_compile: Optional[bool]
     notes: List[Note]
 
@@ -200,7 +233,7 @@ class JobPlan(PlanPart):
     name: str
     namespace: str
     kind: str  # AscendJob | Job (Volcano)
-    framework: str
+    framework: Framework
     levels: List[str]  # the recovery ladder, first tried first
     strategies: List[str]
     labels: Dict[str, str]
@@ -217,6 +250,11 @@ class JobPlan(PlanPart):
 class NodePlan(PlanPart):
     """What every compute node needs (consumed by the Ansible roles)."""
 
+    #: NPU driver/firmware (HDK) version the nodes must run (cluster.hdk), None: not pinned
+    hdk: Optional[str]
+    chip: Chip
+    accelerator_type: str
+    arch: Arch
     labels: Dict[str, str]
     master_labels: Dict[str, str]
     users: List[Dict[str, Any]]
@@ -229,16 +267,6 @@ class NodePlan(PlanPart):
 
 
 @dataclasses.dataclass
-class Violation(PlanPart):
-    rule: str
-    severity: str  # error | warning
-    paths: List[str]
-    message: str
-    fix: str
-    source: str
-
-
-@dataclasses.dataclass
 class Plan(PlanPart):
     profile: str
     cluster_name: str
@@ -246,4 +274,8 @@ class Plan(PlanPart):
     nodes: NodePlan
     storage: List[SharedVolumePlan]
     jobs: List[JobPlan]
+    #: every violation the profile has left: errors (a plan is only handed out without them, see
+    #: :func:`resumable.api.load_plan`) and the warnings not acknowledged in the profile
     violations: List[Violation]
+    #: plan-wide notes, among them the warnings the profile acknowledges
+    notes: List[Note]

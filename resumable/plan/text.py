@@ -53,9 +53,14 @@ def _job(job: JobPlan) -> List[str]:
         src = v.claim_name or v.path or v.source
         out.append("    %s -> %s (%s)" % (v.name, v.mount_path, src))
     img = job.image
-    if img.dockerfile:
-        out.append("  image recipe:")
-        out.extend("    " + line for line in img.dockerfile)
+    if img.wheels or img.runpy_patch:
+        out.append("  image recipe%s:" % (" for %s" % img.name if img.name else ""))
+        for w in img.wheels:
+            where = w.file or w.url or "NO FILE GIVEN (image.wheels.%s)" % w.name
+            sha = " sha256 %s" % w.sha256 if w.sha256 else ""
+            out.append("    wheel %s %s from %s%s" % (w.name, w.version or "", where, sha))
+        if img.runpy_patch:
+            out.append("    torch/distributed/run.py: %r before %r" % (img.runpy_patch, img.runpy_anchor))
     lau = job.launcher
     out.append("  launcher: %s %s" % (lau.launcher, " ".join(lau.args)))
     if lau.ld_preload:
@@ -91,11 +96,12 @@ def render_text(plan: Plan) -> str:
         "scheduler: MindCluster %s (stack %s), Volcano %s with %s, %s"
         % (s.release, s.stack_release or "not deployable", s.volcano_version, s.volcano_plugin_name, s.arch)
     )
-    out.append("  device plugin: %s" % " ".join("%s=%s" % kv for kv in s.device_plugin_args.items()))
-    out.append("  NodeD: %s" % " ".join("%s=%s" % kv for kv in s.noded_args.items()))
-    out.append("  Volcano init-params: %s" % ", ".join("%s=%s" % kv for kv in s.volcano_init_params.items()))
+    hot_reset = "" if s.hot_reset is None else "-hotReset=%d " % s.hot_reset
+    out.append("  device plugin: %s-listWatchPeriod=%d" % (hot_reset, s.list_watch_period))
+    out.append("  NodeD: -reportInterval=%d" % s.report_interval)
+    out.append("  Volcano init-params: grace-over-time=%d" % s.grace_over_time)
     n = plan.nodes
-    out.append("nodes:")
+    out.append("nodes: HDK %s, %s, %s" % (n.hdk or "not pinned", n.chip, n.accelerator_type))
     out.append("  compute labels: %s" % ", ".join("%s=%s" % kv for kv in n.labels.items()))
     out.append("  management labels: %s" % ", ".join("%s=%s" % kv for kv in n.master_labels.items()))
     out.append("  users: %s" % ", ".join("%s(%d)" % (u["name"], u["uid"]) for u in n.users))
@@ -109,6 +115,10 @@ def render_text(plan: Plan) -> str:
             out.append("  %s: %s at %s (%s, %s)" % (vol.name, vol.purpose, vol.mount_path, vol.storage, vol.size))
     for job in plan.jobs:
         out.extend(_job(job))
+    if plan.notes:
+        out.append("")
+        out.append("notes:")
+        out.extend("  - %s [%s]" % (n.text, n.source) for n in plan.notes)
     if plan.violations:
         out.append("")
         out.append("findings:")

@@ -7,27 +7,28 @@ from typing import Dict, Iterable, List, Tuple
 from .. import releases as R
 from ..facts import JobFacts, version_or_none
 from ..profile import Profile
-from ..versions import Version
 from .base import WARNING, Finding, profile_rule
+
+
+def _problems(profile: Profile, kind: str) -> List[R.DeployProblem]:
+    release = version_or_none(profile.cluster.mindcluster)
+    if release is None:
+        return []
+    kube = version_or_none(profile.cluster.kubernetes)
+    return [p for p in R.deployability(release, profile.scheduler.volcano, kube) if p.kind == kind]
 
 
 @profile_rule(
     "stack-release",
     "The scheduling stack can be deployed for this MindCluster release",
-    "shared/upstream/mindcluster (releases with manifests); RN Version Compatibility",
+    "RN Version Compatibility (releases with manifests this project reproduces)",
     severity=WARNING,
 )
 def stack_release(profile: Profile, facts: List[JobFacts]) -> Iterable[Finding]:
     """The profile can still be validated and planned for other releases, but `resumable render` and
     `pulumi up` deploy only releases whose manifests the project reproduces."""
-    release = version_or_none(profile.cluster.mindcluster)
-    if release is not None and R.stack_release(release) is None:
-        yield Finding(
-            ["cluster.mindcluster"],
-            "the scheduling stack of MindCluster %s cannot be deployed by this project (supported: %s)"
-            % (release, ", ".join(R.STACK_RELEASES)),
-            "Deploy the stack yourself, or use a supported release.",
-        )
+    for p in _problems(profile, "release"):
+        yield Finding(["cluster.mindcluster"], p.message, p.fix + ".")
 
 
 @profile_rule(
@@ -38,34 +39,10 @@ def stack_release(profile: Profile, facts: List[JobFacts]) -> Iterable[Finding]:
 def volcano_version(profile: Profile, facts: List[JobFacts]) -> Iterable[Finding]:
     """MindCluster ships its Volcano builds per release (1.7.0/1.9.0, plus 1.12.0 from 26.1), each
     for a Kubernetes range; an unsupported pair fails at scheduler start."""
-    release = version_or_none(profile.cluster.mindcluster)
-    kube = version_or_none(profile.cluster.kubernetes)
-    stack = R.stack_release(release) if release is not None else None
-    chosen = profile.scheduler.volcano
-    if chosen is not None:
-        v = Version(chosen)
-        key = "%d.%d.%d" % v.release[:3]
-        allowed = stack.volcano if stack is not None else tuple(R.VOLCANO_BUILDS)
-        if key not in allowed:
-            yield Finding(
-                ["scheduler.volcano", "cluster.mindcluster"],
-                "Volcano %s is not shipped with MindCluster %s (available: %s)"
-                % (chosen, profile.cluster.mindcluster, ", ".join(allowed)),
-                "Set scheduler.volcano to one of %s, or remove it." % ", ".join(allowed),
-            )
-            return
-    else:
-        key = stack.default_volcano if stack is not None else "1.9.0"
-    build = R.VOLCANO_BUILDS.get(key)
-    if kube is None or build is None:
-        return
-    if not R.kubernetes_in_range(kube, build):
-        yield Finding(
-            ["cluster.kubernetes", "scheduler.volcano"],
-            "Kubernetes %s is outside Volcano %s's range %s to %s"
-            % (profile.cluster.kubernetes, key, build.kubernetes_min, build.kubernetes_max),
-            "Choose a Volcano build whose range includes the cluster's Kubernetes.",
-        )
+    for p in _problems(profile, "volcano"):
+        yield Finding(["scheduler.volcano", "cluster.mindcluster"], p.message, p.fix + ".")
+    for p in _problems(profile, "kubernetes-volcano"):
+        yield Finding(["cluster.kubernetes", "scheduler.volcano"], p.message, p.fix + ".")
 
 
 @profile_rule(
@@ -75,17 +52,8 @@ def volcano_version(profile: Profile, facts: List[JobFacts]) -> Iterable[Finding
 )
 def kubernetes_version(profile: Profile, facts: List[JobFacts]) -> Iterable[Finding]:
     """MindCluster documents its components for Kubernetes 1.17 to 1.34."""
-    kube = version_or_none(profile.cluster.kubernetes)
-    if kube is None:
-        return
-    mm = kube.major_minor
-    if not Version(R.KUBERNETES_MIN).major_minor <= mm <= Version(R.KUBERNETES_MAX).major_minor:
-        yield Finding(
-            ["cluster.kubernetes"],
-            "Kubernetes %s is outside MindCluster's range %s to %s"
-            % (profile.cluster.kubernetes, R.KUBERNETES_MIN, R.KUBERNETES_MAX),
-            "Use a supported Kubernetes version.",
-        )
+    for p in _problems(profile, "kubernetes"):
+        yield Finding(["cluster.kubernetes"], p.message, p.fix + ".")
 
 
 @profile_rule("storage-choice", "Shared storage is either NFS or a storage class", "RT02; RT05")

@@ -7,7 +7,7 @@ from typing import Iterable, List
 from .. import releases as R
 from ..facts import JobFacts
 from ..profile import Profile
-from .base import WARNING, Finding, job_rule
+from .base import Finding, job_rule
 
 
 @job_rule(
@@ -116,21 +116,4 @@ def retry_restart_policy(profile: Profile, f: JobFacts) -> Iterable[Finding]:
             ["%s.recovery.fault_retry_times" % f.path, "%s.recovery.restart_policy" % f.path],
             "fault_retry_times is set but restart_policy is %s" % r.restart_policy,
             "Set recovery.restart_policy: Never.",
-        )
-
-
-@job_rule(
-    "rank0-escalation",
-    "A fault on the rank-0 pod always escalates to job-level rescheduling",
-    "K8S Table 6; RT01 Pod-level constraints",
-    severity=WARNING,
-)
-def rank0_escalation(profile: Profile, f: JobFacts) -> Iterable[Finding]:
-    """The rank-0 pod hosts the TaskD Manager and the rendezvous store: when it fails, neither Pod-
-    nor process-level recovery nor elastic training applies and MindCluster rebuilds the whole job."""
-    if f.pod_level or f.process_level:
-        yield Finding(
-            ["%s.recovery" % f.path],
-            "a fault on the rank-0 pod will still cost a job-level rescheduling",
-            "Budget for it (see the plan's budget); keep checkpoints frequent enough for that case.",
         )

@@ -6,6 +6,7 @@ from typing import Any
 
 from resumable.plan.model import SchedulerPlan
 
+#: What the resilience settings below render to (an independent expectation for the builders).
 RESILIENCE_DEVICE_PLUGIN_ARGS = {"-volcanoType": "true", "-hotReset": "2", "-listWatchPeriod": "5"}
 RESILIENCE_NODED_ARGS = {"-reportInterval": "5"}
 
@@ -24,15 +25,10 @@ def scheduler_plan(
         image_registry="",
         image_pull_policy=None,
         image_pull_secrets=[],
-        device_plugin_args=dict(RESILIENCE_DEVICE_PLUGIN_ARGS),
-        noded_args=dict(RESILIENCE_NODED_ARGS),
-        volcano_init_params={"grace-over-time": "900"},
         grace_over_time=900,
         hot_reset=2,
         list_watch_period=5,
         report_interval=5,
-        node_selector_master={"masterselector": "dls-master-node"},
-        node_selector_worker={"workerselector": "dls-worker-node"},
         resources={},
         notes=[],
     )

@@ -64,14 +64,8 @@ def test_required_namespaces_are_created() -> None:
     assert {"mindx-dl", "cluster-system", "volcano-system", "npu-exporter"} <= names
 
 
-def test_build_is_deterministic_and_does_not_depend_on_dict_order() -> None:
-    a = build_stack(
-        scheduler_plan(device_plugin_args={"-volcanoType": "true", "-hotReset": "2", "-listWatchPeriod": "5"})
-    )
-    b = build_stack(
-        scheduler_plan(device_plugin_args={"-listWatchPeriod": "5", "-hotReset": "2", "-volcanoType": "true"})
-    )
-    assert yaml.safe_dump_all(a) == yaml.safe_dump_all(b)
+def test_build_is_deterministic() -> None:
+    assert yaml.safe_dump_all(build_stack(scheduler_plan())) == yaml.safe_dump_all(build_stack(scheduler_plan()))
 
 
 @pytest.mark.parametrize(
@@ -88,29 +82,26 @@ def test_device_plugin_gets_the_resilience_args(release: str, volcano: str) -> N
 
 
 def test_hot_reset_follows_the_plan_and_is_absent_without_it() -> None:
-    without = scheduler_plan(
-        device_plugin_args={"-volcanoType": "true", "-listWatchPeriod": "7"}, hot_reset=None, list_watch_period=7
-    )
+    without = scheduler_plan(hot_reset=None, list_watch_period=7)
     args = flags(build_stack(without), "DaemonSet", "ascend-device-plugin-daemonset-910")
     assert "-hotReset" not in args and args["-listWatchPeriod"] == "7"
+    args = flags(build_stack(scheduler_plan(hot_reset=1)), "DaemonSet", "ascend-device-plugin-daemonset-910")
+    assert args["-hotReset"] == "1"
 
 
 def test_noded_report_interval_from_plan() -> None:
-    objects = build_stack(scheduler_plan(noded_args={"-reportInterval": "12"}, report_interval=12))
+    objects = build_stack(scheduler_plan(report_interval=12))
     assert flags(objects, "DaemonSet", "noded")["-reportInterval"] == "12"
 
 
 def test_grace_over_time_in_volcano_configmap_follows_the_plan() -> None:
-    plan = scheduler_plan(grace_over_time=1200, volcano_init_params={"grace-over-time": "1200"})
-    assert init_params(build_stack(plan))["grace-over-time"] == "1200"
-    plan = scheduler_plan(grace_over_time=600, volcano_init_params={})
-    assert init_params(build_stack(plan))["grace-over-time"] == "600"
+    assert init_params(build_stack(scheduler_plan(grace_over_time=1200)))["grace-over-time"] == "1200"
+    assert init_params(build_stack(scheduler_plan(grace_over_time=600)))["grace-over-time"] == "600"
 
 
-def test_init_params_overrides_merge_over_release_defaults() -> None:
-    plan = scheduler_plan(volcano_init_params={"grace-over-time": "900", "shared-tor-num": "1", "nslb-version": "2.0"})
-    params = init_params(build_stack(plan))
-    assert params["shared-tor-num"] == "1" and params["nslb-version"] == "2.0"
+def test_init_params_keep_the_release_defaults() -> None:
+    params = init_params(build_stack(scheduler_plan()))
+    assert params["shared-tor-num"] == "2" and params["nslb-version"] == "1.0"
     assert params["useClusterInfoManager"] == "true" and params["forceEnqueue"] == "true"
 
 
@@ -219,11 +210,9 @@ def test_image_override_by_component() -> None:
     assert container(objects, "Deployment", "clusterd")["image"] == "my/clusterd:patched"
 
 
-def test_resources_and_node_selectors_from_plan() -> None:
+def test_resources_from_plan_and_node_selectors_from_the_node_labels() -> None:
     plan = scheduler_plan(
         resources={"volcano-scheduler": {"cpu": "8", "memory": "16Gi"}, "noded": {"memory": "512Mi"}},
-        node_selector_master={"role": "ctl"},
-        node_selector_worker={"role": "npu"},
     )
     objects = build_stack(plan)
     assert container(objects, "Deployment", "volcano-scheduler")["resources"] == {
@@ -232,9 +221,11 @@ def test_resources_and_node_selectors_from_plan() -> None:
     }
     assert container(objects, "DaemonSet", "noded")["resources"]["limits"] == {"cpu": "500m", "memory": "512Mi"}
     for name in ("volcano-scheduler", "volcano-controllers", "ascend-operator-manager", "clusterd"):
-        assert first(objects, "Deployment", name)["spec"]["template"]["spec"]["nodeSelector"] == {"role": "ctl"}
+        selector = first(objects, "Deployment", name)["spec"]["template"]["spec"]["nodeSelector"]
+        assert selector == {"masterselector": "dls-master-node"}
     for name in ("noded", "npu-exporter"):
-        assert first(objects, "DaemonSet", name)["spec"]["template"]["spec"]["nodeSelector"] == {"role": "npu"}
+        selector = first(objects, "DaemonSet", name)["spec"]["template"]["spec"]["nodeSelector"]
+        assert selector == {"workerselector": "dls-worker-node"}
 
 
 def test_npu_exporter_mounts_only_the_runtime_sockets() -> None:

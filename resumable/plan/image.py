@@ -1,0 +1,84 @@
+"""The image part of the plan: the vendor wheel files and the torch run.py patch."""
+
+from __future__ import annotations
+
+import os
+from typing import List, Optional, Tuple
+
+from .. import constants as C
+from .. import releases as R
+from ..choices import WheelName
+from ..facts import JobFacts
+from ..versions import Version
+from .model import ImagePlan, Note, WheelPlan
+
+
+def _resolve(path: Optional[str], profile_dir: Optional[str]) -> Optional[str]:
+    """A wheel file path as the image build reads it: absolute, relative ones against the
+    profile's directory (the profile travels with its wheels)."""
+    if path is None:
+        return None
+    if profile_dir is not None and not os.path.isabs(path):
+        path = os.path.join(profile_dir, path)
+    return os.path.normpath(path)
+
+
+def build_image(f: JobFacts, profile_dir: Optional[str]) -> ImagePlan:
+    job = f.job
+    img = job.image
+    wanted: List[Tuple[WheelName, str, str]] = []
+    if img.taskd is not None and f.uses_taskd:
+        wanted.append(("taskd", img.taskd, "TaskD agent (seed 配置进程级别重调度 构建镜像)"))
+    if img.mindx_elastic is not None and f.uses_mindx_elastic:
+        wanted.append(("mindx_elastic", img.mindx_elastic, "Elastic Agent up to 7.2 (seed 恢复时间优化 表2)"))
+    if img.mindio_ttp is not None and (f.process_level or f.hot_switch or f.uses_mindx_elastic):
+        wanted.append(("mindio_ttp", img.mindio_ttp, "MindIO TTP (seed 构建镜像)"))
+    if img.mindio_acp is not None and job.checkpoint.mindio_acp:
+        wanted.append(("mindio_acp", img.mindio_acp, "MindIO ACP asynchronous checkpoints (RT05)"))
+    wheels: List[WheelPlan] = []
+    for name, version, reason in wanted:
+        spec = img.wheels.get(name)
+        wheels.append(
+            WheelPlan(
+                name=name,
+                version=version,
+                file=_resolve(spec.file, profile_dir) if spec is not None else None,
+                url=spec.url if spec is not None else None,
+                sha256=spec.sha256 if spec is not None else None,
+                reason=reason,
+            )
+        )
+    notes: List[Note] = []
+    patch: Optional[str] = None
+    anchor: Optional[str] = None
+    if f.is_pytorch and f.uses_mindx_elastic:
+        patch, anchor = C.RUNPY_IMPORT_MINDX_ELASTIC, C.RUNPY_ANCHOR_MINDX_ELASTIC
+        notes.append(Note("run.py is patched by the Elastic Agent up to 7.2", "seed 恢复时间优化 表2 Dockerfile"))
+    elif f.is_pytorch and f.uses_taskd and f.at_least(R.TASKD_RUNPY_PATCH):
+        patch, anchor = C.RUNPY_IMPORT_TASKD, C.RUNPY_ANCHOR_TASKD
+        notes.append(Note("run.py is patched by TaskD from 7.3.0", "seed 配置进程级别重调度 构建镜像"))
+    torch = f.torch
+    if (
+        f.is_pytorch
+        and torch is not None
+        and torch >= Version(R.PREFIX_STORE_TORCH)
+        and f.release.major_minor == (7, 2)
+    ):
+        notes.append(
+            Note(
+                "torch %s on 7.2: wrap the c10d rendezvous store in PrefixStore('/worker/attempt_<restart>') "
+                "(patch torch/distributed/elastic/rendezvous as the 7.2 guide shows); 7.3 TaskD does it itself" % torch,
+                "HA72-075; taskd torch_patch.py",
+            )
+        )
+    return ImagePlan(
+        name=img.name,
+        base=img.base,
+        framework=f.framework,
+        wheels=wheels,
+        runpy_patch=patch,
+        runpy_anchor=anchor,
+        user=C.USER_HWHIAI,
+        uid=C.UID_HWHIAI,
+        notes=notes,
+    )

@@ -1,0 +1,83 @@
+"""The launcher part of the plan: what ``resumable launch`` runs inside the training container."""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+from .. import constants as C
+from ..facts import JobFacts
+from .env import taskd_process_enable
+from .model import EnvVar, LauncherPlan, Note, TaskdManagerPlan
+
+#: The shell test the seed's train_start.sh uses to start the TaskD Manager on one pod only
+#: (seed 配置进程级别重调度 适配训练脚本).
+MANAGER_CONDITIONS: Dict[str, str] = {
+    "rank0": '[[ "${RANK}" == 0 ]]',
+    "scheduler": '[[ "${MS_SCHED_HOST}" == "${POD_IP}" ]]',
+    "none": "false",
+}
+
+
+def build_launcher(f: JobFacts) -> LauncherPlan:
+    job = f.job
+    r = job.recovery
+    notes: List[Note] = []
+    env: List[EnvVar] = []
+    preload: List[str] = []
+    if f.uses_taskd:
+        preload.append("<site-packages>/" + C.LIBTASKD_RELATIVE)
+        notes.append(
+            Note(
+                "LD_PRELOAD gets libtaskd.so from the installed taskd package (pip show taskd Location)",
+                "seed 配置进程级别重调度 适配训练脚本",
+            )
+        )
+        env.append(EnvVar(C.ENV_TASKD_LOG_PATH, "/job/code/alllogs/$(MINDX_TASK_ID)/taskd", reason="ENV Table 5"))
+    if job.launcher == "msrun":
+        args = [
+            "--worker_num=%d" % (job.nodes * job.npus_per_node),
+            "--local_worker_num=%d" % job.npus_per_node,
+            "--master_addr=$MS_SCHED_HOST",
+            "--master_port=$MS_SCHED_PORT",
+            "--node_rank=$MS_NODE_RANK",
+            "--join=True",
+        ]
+    else:
+        args = [
+            "--nproc_per_node=%d" % job.npus_per_node,
+            "--nnodes=%d" % job.nodes,
+            "--node_rank=$RANK",
+            "--master_addr=$MASTER_ADDR",
+            "--master_port=$MASTER_PORT",
+        ]
+        if r.max_restarts is not None:
+            args.append("--max_restarts=%d" % r.max_restarts)
+        if r.monitor_interval is not None:
+            args.append("--monitor_interval=%d" % r.monitor_interval)
+    args.append(job.script)
+    args.extend(job.script_args)
+    where = f.taskd_manager_where
+    manager = TaskdManagerPlan(
+        enabled=where != "none",
+        where=where,
+        condition=MANAGER_CONDITIONS[where],
+        job_id_env=C.ENV_MINDX_TASK_ID,
+        node_nums=job.nodes,
+        proc_per_node=job.npus_per_node,
+        process_enable=taskd_process_enable(f),
+    )
+    if where == "rank0":
+        notes.append(Note("rank 0 exports MASTER_ADDR=$POD_IP before starting the TaskD Manager", "seed; RT04"))
+    jit: Optional[bool] = {"binaries": False, "cache": True}.get(job.compile.mode)
+    if jit is not None:
+        notes.append(Note("torch.npu.set_compile_mode(jit_compile=%s)" % jit, "seed 恢复时间优化 表9/表10"))
+    return LauncherPlan(
+        launcher=job.launcher,
+        args=args,
+        env=env,
+        ld_preload=preload,
+        taskd_manager=manager,
+        compile_mode=job.compile.mode,
+        jit_compile=jit,
+        notes=notes,
+    )

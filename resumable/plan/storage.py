@@ -1,0 +1,50 @@
+"""The shared-storage part of the plan: volumes Pulumi provisions (PV/PVC) and the jobs mount."""
+
+from __future__ import annotations
+
+from typing import List
+
+from .. import constants as C
+from ..facts import JobFacts
+from ..profile import Profile
+from .model import SharedVolumePlan
+
+
+def build_storage(profile: Profile, facts: List[JobFacts]) -> List[SharedVolumePlan]:
+    s = profile.storage
+    if s.nfs is None and s.storage_class is None:
+        return []
+    kind = "nfs" if s.nfs is not None else "storage_class"
+    base = profile.cluster.name
+
+    def vol(purpose: str, sub: str, mount: str, size: str) -> SharedVolumePlan:
+        return SharedVolumePlan(
+            name="%s-%s" % (base, sub),
+            purpose=purpose,
+            mount_path=mount,
+            storage=kind,
+            server=s.nfs.server if s.nfs is not None else None,
+            path=("%s/%s" % (s.nfs.path.rstrip("/"), sub)) if s.nfs is not None else None,
+            storage_class=s.storage_class,
+            size=size,
+        )
+
+    out: List[SharedVolumePlan] = []
+    cache_paths = sorted({f.job.compile.cache_path for f in facts if f.job.compile.mode == "cache"})
+    for i, path in enumerate(cache_paths):
+        out.append(
+            vol(
+                "operator compile cache (ASCEND_CACHE_PATH)",
+                "op-cache" + ("-%d" % i if i else ""),
+                path,
+                s.cache_size,
+            )
+        )
+    ckpt_paths = sorted({f.job.checkpoint.path for f in facts})
+    for i, path in enumerate(ckpt_paths):
+        out.append(vol("checkpoints", "checkpoints" + ("-%d" % i if i else ""), path, s.checkpoint_size))
+    if s.nfs is not None and any(f.job.ranktable for f in facts):
+        # The operator writes <ns>.<job>/hccl.json under its hostPath /user/mindx-dl/ranktable, which the
+        # nodes mount from <export>/ranktable (plan.nodes.shared_mounts); the jobs mount the same export.
+        out.append(vol("ranktable (hccl.json)", "ranktable", C.RANKTABLE_MOUNT, s.ranktable_size))
+    return out
