@@ -1,8 +1,12 @@
 """Unit tests for the Ansible part: version/plan filters, npu-smi parsing, fixture packages."""
 
+from __future__ import annotations
+
 import importlib.util
 import subprocess
 from pathlib import Path
+from types import ModuleType
+from typing import Any, Dict, Optional
 
 import pytest
 
@@ -10,7 +14,7 @@ REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures" / "ascend"
 
 
-def _load(name, path):
+def _load(name: str, path: Path) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -32,11 +36,11 @@ facts_module = _load("ascend_npu_facts", REPO / "roles/npu_facts/library/ascend_
         ("8.3.RC1", "8.5.0", -1),
     ],
 )
-def test_version_compare(left, right, expected):
+def test_version_compare(left: str, right: str, expected: int) -> None:
     assert plan_filters.ascend_version_compare(left, right) == expected
 
 
-def test_ranges_with_prefix_upper_bound():
+def test_ranges_with_prefix_upper_bound() -> None:
     ranges = "[25.2.0,25.2.0.],[25.3.0,25.3.0.]"
     assert plan_filters.ascend_version_in_ranges("25.2.0", ranges)
     assert plan_filters.ascend_version_in_ranges("25.3.0.1", ranges)
@@ -46,7 +50,9 @@ def test_ranges_with_prefix_upper_bound():
     assert plan_filters.ascend_version_in_ranges("", "[7.0.0,7.7.99]") is None
 
 
-def _facts(driver=None, firmware=None, complete=True, for_all="yes"):
+def _facts(
+    driver: Optional[str] = None, firmware: Optional[str] = None, complete: bool = True, for_all: str = "yes"
+) -> Dict[str, Any]:
     return {
         "driver": {"installed": driver is not None, "version": driver, "complete": complete and driver is not None},
         "firmware": {"installed": firmware is not None, "version": firmware},
@@ -54,43 +60,43 @@ def _facts(driver=None, firmware=None, complete=True, for_all="yes"):
     }
 
 
-def test_plan_fresh_node_driver_first():
+def test_plan_fresh_node_driver_first() -> None:
     plan = plan_filters.ascend_driver_plan(_facts(), "25.2.0", "7.7.0.1.231")
     assert plan["order"] == ["driver", "firmware"]
     assert plan["driver"]["action"] == "full"
 
 
-def test_plan_upgrade_firmware_first():
+def test_plan_upgrade_firmware_first() -> None:
     plan = plan_filters.ascend_driver_plan(_facts("25.2.0", "7.7.0.1.231"), "25.3.0", "7.8.0.1.220")
     assert plan["order"] == ["firmware", "driver"]
     assert plan["driver"]["action"] == "upgrade"
 
 
-def test_plan_converged_node_does_nothing():
+def test_plan_converged_node_does_nothing() -> None:
     plan = plan_filters.ascend_driver_plan(_facts("25.2.0", "7.7.0.1.231"), "25.2.0", "7.7.0.1.231")
     assert plan["order"] == [] and not plan["changes"]
 
 
-def test_plan_install_parameter_change_reinstalls_with_full():
+def test_plan_install_parameter_change_reinstalls_with_full() -> None:
     plan = plan_filters.ascend_driver_plan(_facts("25.2.0", "7.7.0.1.231"), "25.2.0", "7.7.0.1.231", False)
     assert plan["order"] == ["driver"] and plan["driver"]["action"] == "full"
 
 
-def test_plan_refuses_downgrade_unless_allowed():
+def test_plan_refuses_downgrade_unless_allowed() -> None:
     plan = plan_filters.ascend_driver_plan(_facts("25.2.0", "7.7.0.1.231"), "25.1.0", "7.7.0.1.231")
     assert plan["downgrades"] == ["driver"]
     allowed = plan_filters.ascend_driver_plan(_facts("25.2.0", "7.7.0.1.231"), "25.1.0", "", True, [], True)
     assert allowed["driver"]["action"] == "full"
 
 
-def test_plan_resumes_interrupted_driver_in_fresh_order():
+def test_plan_resumes_interrupted_driver_in_fresh_order() -> None:
     plan = plan_filters.ascend_driver_plan(_facts("25.3.0", "7.8.0.1.220"), "25.3.0", "7.8.0.1.220", True, ["driver"])
     assert plan["order"] == ["driver"] and plan["driver"]["action"] == "full"
     incomplete = plan_filters.ascend_driver_plan(_facts("25.3.0", "7.8.0.1.220", complete=False), "25.3.0", "")
     assert incomplete["driver"]["action"] == "full"
 
 
-def test_parse_npu_smi_fixture_output(tmp_path):
+def test_parse_npu_smi_fixture_output(tmp_path: Path) -> None:
     sysfs = tmp_path / "sys"
     state = tmp_path / "state"
     root = tmp_path / "Ascend"
@@ -124,7 +130,7 @@ def test_parse_npu_smi_fixture_output(tmp_path):
     assert [d["product"] for d in devices] == ["Atlas 800T A2 / 900 A2 PoD", "Atlas 800T A2 / 900 A2 PoD"]
 
 
-def test_generated_packages_are_deterministic(tmp_path):
+def test_generated_packages_are_deterministic(tmp_path: Path) -> None:
     for out in (tmp_path / "a", tmp_path / "b"):
         subprocess.run([str(FIXTURES / "build-packages.sh"), str(out)], check=True)
     names = sorted(p.name for p in (tmp_path / "a").glob("*.run"))

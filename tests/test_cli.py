@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 import pytest
 import yaml
@@ -156,6 +156,7 @@ def test_schema_is_valid_json_schema_and_accepts_every_example(capsys: pytest.Ca
         errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.path))
         assert not errors, "%s: %s" % (example.name, [e.message for e in errors])
     # and it is strict: the same mistakes the loader rejects
+    bad: Dict[str, Any]
     for bad in ({"clustr": {}}, {"cluster": {"mindcluster": "7.3.0"}}, {"cluster": {}, "jobs": [{"name": "a"}]}):
         assert not validator.is_valid(bad), bad
 

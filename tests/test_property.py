@@ -93,7 +93,7 @@ UNKNOWN_STRATEGIES = ["recover-inplace", "restart", "Recover", "elastic", "", "d
 DNS_NAME = st.from_regex(r"\A[a-z0-9]([-a-z0-9]{0,14}[a-z0-9])?\Z")
 BAD_DNS_NAME = st.sampled_from(["Upper", "under_score", "-lead", "trail-", "a" * 64, "dot.ted"])
 PLAIN_TEXT = st.sampled_from(["", "train.py", "/job/ckpt", "200Gi", "10.0.0.10", "chip8-node8", "x"]) | st.text(
-    alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12
+    alphabet=st.characters(blacklist_categories=["Cs"]), max_size=12
 )
 UNKNOWN_KEYS = ["clustr", "monitor_intervall", "jobz", "retries", "extra", "Name", "nodes "]
 WRONG_TYPES = st.one_of(
@@ -147,7 +147,7 @@ class Gen:
             return self.mapping(inner)  # type: ignore[arg-type]
         if origin in (list, List):
             item = typing.get_args(inner)[0]
-            if dataclasses.is_dataclass(item):
+            if isinstance(item, type) and dataclasses.is_dataclass(item):
                 lo = meta.get("min_items") or 0
                 n = self.draw(st.integers(min_value=lo, max_value=max(lo, 2)))
                 return [self.mapping(item) for _ in range(n)]

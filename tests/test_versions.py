@@ -100,7 +100,7 @@ CHAINS: List[List[str]] = [
 
 
 def _pairs() -> List[Tuple[str, str]]:
-    out = []
+    out: List[Tuple[str, str]] = []
     for chain in CHAINS:
         out.extend(itertools.combinations(chain, 2))
     return out
@@ -173,7 +173,7 @@ def test_versions_compare_only_with_versions() -> None:
     consistent with equality, and ordering against a str is a TypeError."""
     assert Version("7.3.0") != "7.3.0"
     with pytest.raises(TypeError):
-        _ = Version("7.3.0") < "7.4.0"  # type: ignore[operator]
+        _ = Version("7.3.0") < "7.4.0"
 
 
 # --- rejection ----------------------------------------------------------------------------------------------
@@ -228,7 +228,7 @@ def test_malformed_versions_are_rejected(text: str) -> None:
 
 def test_ordering_against_a_number_is_a_type_error() -> None:
     with pytest.raises(TypeError):
-        _ = Version("7.3.0") < 7  # type: ignore[operator]
+        _ = Version("7.3.0") < 7
 
 
 def test_hash_is_consistent_with_equality() -> None:
@@ -244,7 +244,7 @@ try:
     from hypothesis import example, given
     from hypothesis import strategies as st
 except ImportError:  # pragma: no cover - Python 3.8 environments without hypothesis
-    st = None
+    st = None  # type: ignore[assignment]
 
 if st is None:
 

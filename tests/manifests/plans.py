@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Dict
 
 from resumable.plan.model import SchedulerPlan
 
@@ -14,7 +14,7 @@ RESILIENCE_NODED_ARGS = {"-reportInterval": "5"}
 def scheduler_plan(
     release: str = "7.3.0", volcano: str = "1.9.0", arch: str = "aarch64", **overrides: Any
 ) -> SchedulerPlan:
-    values: dict = dict(
+    values: Dict[str, Any] = dict(
         release=release,
         stack_release=release,
         arch=arch,

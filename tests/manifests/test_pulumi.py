@@ -9,7 +9,7 @@ from __future__ import annotations
 import runpy
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, cast
 
 import pulumi
 import pytest
@@ -19,6 +19,17 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 SECRET_SIG = "4dabf18193072939515e22adb298388d"  # pulumi's marker of a secret value in inputs
+
+
+def pulumi_test(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``pulumi.runtime.test`` (untyped in the SDK) with a type, so the tests stay checked."""
+    decorate: Callable[[Callable[..., Any]], Callable[..., Any]] = pulumi.runtime.test
+    return decorate(fn)
+
+
+def depends_on(options: pulumi.ResourceOptions) -> List[Any]:
+    """The resources a child was told to wait for (a plain list in this component)."""
+    return list(cast(List[Any], options.depends_on or []))
 
 
 class Mocks(pulumi.runtime.Mocks):
@@ -69,7 +80,7 @@ def fresh() -> None:
     MOCKS.resources.clear()
 
 
-@pulumi.runtime.test
+@pulumi_test
 def test_children_parented_and_ordered(fresh: None) -> Any:
     component = MindClusterScheduler("mc", MindClusterSchedulerArgs(scheduler_plan("7.3.0", "1.9.0")))
     stage_keys = _stage_keys(component)
@@ -80,7 +91,7 @@ def test_children_parented_and_ordered(fresh: None) -> Any:
         for key in keys:
             options = component.child_options[key]
             assert options.parent is component, key
-            assert list(options.depends_on or []) == expected, key
+            assert depends_on(options) == expected, key
 
     def check(urns: List[str]) -> None:
         assert all(f"{TYPE_TOKEN}$kubernetes:" in urn for urn in urns), "child not parented to the component"
@@ -99,7 +110,7 @@ def _stage_keys(component: MindClusterScheduler) -> List[List[str]]:
 
 
 @pytest.mark.parametrize("release", list(STACK_RELEASES))
-@pulumi.runtime.test
+@pulumi_test
 def test_component_for_each_release(fresh: None, release: str) -> Any:
     import kubernetes_validate
 
@@ -121,20 +132,20 @@ def test_component_for_each_release(fresh: None, release: str) -> Any:
     return settled(component, check)
 
 
-@pulumi.runtime.test
+@pulumi_test
 def test_volcano_before_operator_before_clusterd(fresh: None) -> Any:
     component = MindClusterScheduler("order", MindClusterSchedulerArgs(scheduler_plan("26.1.0", "1.12.0")))
     opts = component.child_options
     volcano = component.resources["Deployment/volcano-system/volcano-controllers"]
     operator = component.resources["Deployment/mindx-dl/ascend-operator-manager"]
-    assert volcano in (opts["Deployment/mindx-dl/ascend-operator-manager"].depends_on or [])
-    assert operator in (opts["Deployment/mindx-dl/clusterd"].depends_on or [])
+    assert volcano in depends_on(opts["Deployment/mindx-dl/ascend-operator-manager"])
+    assert operator in depends_on(opts["Deployment/mindx-dl/clusterd"])
     clusterd = component.resources["Deployment/mindx-dl/clusterd"]
-    assert clusterd in (opts["DaemonSet/kube-system/ascend-device-plugin-daemonset"].depends_on or [])
+    assert clusterd in depends_on(opts["DaemonSet/kube-system/ascend-device-plugin-daemonset"])
     return settled(component, lambda _: None)
 
 
-@pulumi.runtime.test
+@pulumi_test
 def test_registered_manifests_are_valid_and_carry_resilience_settings(fresh: None) -> Any:
     import kubernetes_validate
 
@@ -162,7 +173,7 @@ def test_registered_manifests_are_valid_and_carry_resilience_settings(fresh: Non
     return settled(component, check)
 
 
-@pulumi.runtime.test
+@pulumi_test
 def test_verbatim_crds_from_the_release_files(fresh: None) -> Any:
     import kubernetes_validate
 
@@ -190,7 +201,7 @@ def test_unsupported_plan_fails_at_preview() -> None:
         MindClusterScheduler("bad", MindClusterSchedulerArgs(scheduler_plan("7.3.0", "1.12.0")))
 
 
-@pulumi.runtime.test
+@pulumi_test
 def test_pull_secret_data_is_a_secret(fresh: None) -> Any:
     plan = scheduler_plan(image_pull_secrets=["regcred"])
     args = MindClusterSchedulerArgs(plan, docker_config_json='{"auths": {}}')
@@ -232,7 +243,7 @@ def _example() -> Optional[Path]:
     return path if path.exists() else None
 
 
-@pulumi.runtime.test
+@pulumi_test
 def test_program_deploys_the_example_profile(fresh: None) -> Any:
     example = _example()
     if example is None:
@@ -248,7 +259,7 @@ def test_program_deploys_the_example_profile(fresh: None) -> Any:
     return settled(stack, check)
 
 
-@pulumi.runtime.test
+@pulumi_test
 def test_program_makes_one_provider_from_config(fresh: None) -> Any:
     example = _example()
     if example is None:
