@@ -81,4 +81,8 @@ def build_image(f: JobFacts, profile_dir: Optional[str]) -> ImagePlan:
         user=C.USER_HWHIAI,
         uid=C.UID_HWHIAI,
         notes=notes,
+        torch=img.torch,
+        torch_npu=img.torch_npu,
+        cann=img.cann,
+        mindspore=img.mindspore,
     )

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Dict, List, Optional
 
 from .. import constants as C
+from .. import releases as R
 from ..facts import JobFacts
+from ..versions import Version
 from .env import taskd_process_enable
 from .model import EnvVar, LauncherPlan, Note, TaskdManagerPlan
 
@@ -16,6 +18,10 @@ MANAGER_CONDITIONS: Dict[str, str] = {
     "scheduler": '[[ "${MS_SCHED_HOST}" == "${POD_IP}" ]]',
     "none": "false",
 }
+
+
+#: The job-scoped log directory (Kubernetes ``$(VAR)`` syntax; ``resumable launch`` expands it).
+JOB_LOG_DIR = "%s/$(%s)" % (C.JOB_LOG_ROOT, C.ENV_MINDX_TASK_ID)
 
 
 def build_launcher(f: JobFacts) -> LauncherPlan:
@@ -32,7 +38,7 @@ def build_launcher(f: JobFacts) -> LauncherPlan:
                 "seed 配置进程级别重调度 适配训练脚本",
             )
         )
-        env.append(EnvVar(C.ENV_TASKD_LOG_PATH, "/job/code/alllogs/$(MINDX_TASK_ID)/taskd", reason="ENV Table 5"))
+        env.append(EnvVar(C.ENV_TASKD_LOG_PATH, JOB_LOG_DIR + "/taskd", reason="ENV Table 5"))
     if job.launcher == "msrun":
         args = [
             "--worker_num=%d" % (job.nodes * job.npus_per_node),
@@ -50,10 +56,15 @@ def build_launcher(f: JobFacts) -> LauncherPlan:
             "--master_addr=$MASTER_ADDR",
             "--master_port=$MASTER_PORT",
         ]
-        if r.max_restarts is not None:
-            args.append("--max_restarts=%d" % r.max_restarts)
+        max_restarts = r.max_restarts
+        if max_restarts is None and (f.uses_taskd or f.uses_mindx_elastic):
+            max_restarts = C.MAX_RESTARTS_UNDER_AGENT
+            notes.append(Note("--max_restarts=%d: the default under the in-container agent" % max_restarts, "seed 表2"))
+        if max_restarts is not None:
+            args.append("--max_restarts=%d" % max_restarts)
         if r.monitor_interval is not None:
             args.append("--monitor_interval=%d" % r.monitor_interval)
+    options = list(args)
     args.append(job.script)
     args.extend(job.script_args)
     where = f.taskd_manager_where
@@ -68,6 +79,18 @@ def build_launcher(f: JobFacts) -> LauncherPlan:
     )
     if where == "rank0":
         notes.append(Note("rank 0 exports MASTER_ADDR=$POD_IP before starting the TaskD Manager", "seed; RT04"))
+    # torch >= 2.6 keeps one TCPStore for all restarts of a static rendezvous ("We create a new TCPStore
+    # for every retry so no need to add prefix", rendezvous.py), so restarted workers read the old
+    # attempt's addresses and fail to connect; MindCluster 7.2 edits rendezvous.py, TaskD 7.3 patches it.
+    attempt_store = job.launcher != "msrun" and f.torch is not None and f.torch >= Version(R.PREFIX_STORE_TORCH)
+    if attempt_store:
+        notes.append(
+            Note(
+                "torch %s: the workers of each restart use PrefixStore('%s<n>') on the agent's store"
+                % (f.torch, C.ATTEMPT_STORE_PREFIX),
+                "HA72-075; torch distributed/rendezvous.py _create_c10d_store; taskd torch_patch.py",
+            )
+        )
     jit: Optional[bool] = {"binaries": False, "cache": True}.get(job.compile.mode)
     if jit is not None:
         notes.append(Note("torch.npu.set_compile_mode(jit_compile=%s)" % jit, "seed 恢复时间优化 表9/表10"))
@@ -80,4 +103,9 @@ def build_launcher(f: JobFacts) -> LauncherPlan:
         compile_mode=job.compile.mode,
         jit_compile=jit,
         notes=notes,
+        options=options,
+        script=job.script,
+        script_args=list(job.script_args),
+        log_dir=JOB_LOG_DIR + "/resumable",
+        attempt_store_prefix=attempt_store,
     )
