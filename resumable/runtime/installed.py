@@ -96,12 +96,15 @@ def check_import(module: str, python: str = sys.executable, env: Optional[Dict[s
 
 
 def find_command(name: str) -> Optional[str]:
-    """A console script such as torchrun: the one installed next to this interpreter first (same
-    environment as resumable and its start-up hook), then the first on PATH."""
+    """A console script such as torchrun as the seed's train_start.sh would run it: the first on PATH,
+    else the one installed next to this interpreter (a virtualenv that is not activated)."""
+    found = shutil.which(name)
+    if found:
+        return found
     here = os.path.join(os.path.dirname(sys.executable), name)
     if os.path.isfile(here) and os.access(here, os.X_OK):
         return here
-    return shutil.which(name)
+    return None
 
 
 def script_python(path: str) -> Optional[str]:

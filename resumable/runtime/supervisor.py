@@ -9,7 +9,10 @@
 - Training processes report their start through the start-up hook; their pids are watched in
   /proc every 20 ms. A process that ends shows as a zombie until the agent reaps it at its next
   monitor tick, and /proc/PID/stat then holds its wait status (field 52), so the timeline gets the
-  exit code of the process that failed and the moment it failed, not when the agent noticed.
+  exit code of the process that failed and the moment it failed, not when the agent noticed. (A
+  launcher starved of CPU for a whole monitor interval can miss that window: the process then
+  shows as ``worker-end``, and when the agent restarts the group it is logged as the fault with
+  ``inferred: true`` and no exit code.)
 - The exit code is the training's: 0 on success; otherwise the exit code of the worker whose
   failure ended the job (128 + N for a worker killed by signal N, as a shell reports it, so that
   restartPolicy ExitCode can tell a crash from a user error), else the agent's; 128 + N when the
@@ -32,7 +35,7 @@ import sys
 import tempfile
 import time
 from types import FrameType
-from typing import IO, Any, Dict, List, NamedTuple, Optional, Set
+from typing import IO, Any, Dict, List, NamedTuple, Optional, Set, Tuple
 
 from .. import constants as C
 from ..errors import ResumableError
@@ -148,10 +151,14 @@ class Supervisor:
         self.fault_time: Optional[float] = None
         self.last_fault: Optional[Worker] = None
         self.last_fault_code: Optional[int] = None
+        #: the first process of this attempt that ended with an unknown status, and when
+        self.vanished: Optional[Tuple[Worker, float]] = None
         self.signals: List[int] = []
         self.first_signal: Optional[int] = None
         self.deadline: Optional[float] = None
         self.killed = False
+        #: the agent has ended: whatever else ends now was stopped by us
+        self.ending = False
         self.stopping_manager = False
         self.sock: Optional[socket.socket] = None
         self.timeline: Optional[TimelineWriter] = None
@@ -201,6 +208,14 @@ class Supervisor:
         if self.attempt is None and self.fault_time is None:
             self.attempt = rc
         elif (rc is not None and (self.attempt is None or rc > self.attempt)) or (rc is None and self.fault_time):
+            if self.fault_time is None and self.vanished is not None:
+                # the agent reaped the failed process before its status could be read: it is the fault
+                w, gone = self.vanished
+                self._log(
+                    "worker-fault", rank=w.rank, restart_count=w.restart_count, when=gone, pid=w.pid, inferred=True
+                )
+                self.faulted.add(w.restart_count)
+                self.fault_time = gone
             seconds = None if self.fault_time is None else round(when - self.fault_time, 6)
             self._log("restart", restart_count=rc, when=when, seconds=seconds)
             self.attempt = rc
@@ -213,8 +228,12 @@ class Supervisor:
         w.done = True
         if code == 0:
             kind = "worker-exit"
-        elif self.first_signal is not None or w.restart_count in self.faulted or code is None:
-            kind = "worker-stop" if code is not None else "worker-end"
+        elif self.first_signal is not None or self.ending or w.restart_count in self.faulted:
+            kind = "worker-stop"  # the agent (or we) stopped it; its status is often reaped before we look
+        elif code is None:
+            kind = "worker-end"  # gone before we saw its status
+            if self.vanished is None:
+                self.vanished = (w, time.time())
         else:
             kind = "worker-fault"
             self.faulted.add(w.restart_count)
@@ -388,6 +407,7 @@ class Supervisor:
                     self._kill_all("grace period of %.0f s over" % spec.grace_seconds)
             self._read_events(0)
             self._poll_workers()
+            self.ending = True
             self._stop_manager()
             self._sweep()
             code = self.exit_code()

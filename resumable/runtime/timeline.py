@@ -8,9 +8,12 @@
 launch          header: job, host, launcher pid, command, the plan's ladder and budget lines
 manager-start   the TaskD Manager was started (pid); manager-exit: it ended (exit_code)
 worker-start    a training process started (pid, local_rank), reported by the start-up hook
-worker-fault    the first training process of an attempt that ended abnormally
-worker-stop     another process of that attempt ended (stopped by the agent, or at shutdown)
+worker-fault    the first training process of an attempt that ended abnormally (``inferred``: its
+                status was gone, but the agent restarted the group after it ended)
+worker-stop     another process of that attempt ended (stopped by the agent, or at shutdown; its
+                exit code is null when the agent reaped it before the launcher looked)
 worker-exit     a training process ended with 0
+worker-end      a training process was gone before its status could be read
 restart         the first process of a later attempt started: ``seconds`` since the fault
 signal          the launcher got SIGTERM/SIGINT and forwarded it; kill: grace period over
 exit            the launcher's exit code and the agent's

@@ -123,8 +123,10 @@ def _prefix_store_per_attempt(C: Any) -> None:
     """torch >= 2.6 reuses the agent's TCPStore across the restarts of a static rendezvous; the keys
     of the previous attempt (peer addresses) are still there, so restarted workers connect to dead
     peers. Each attempt gets its own prefix, as MindCluster's rendezvous.py edit (HA72-075) does."""
-    import torch.distributed.rendezvous as rendezvous
     from torch.distributed.distributed_c10d import PrefixStore
+
+    # not `import torch.distributed.rendezvous as ...`: torch.distributed.rendezvous is also a function
+    rendezvous: Any = sys.modules["torch.distributed.rendezvous"]
 
     original = rendezvous._create_c10d_store
 
