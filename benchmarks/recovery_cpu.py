@@ -29,29 +29,15 @@ import time
 from typing import Any, Dict, List
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TRAIN = os.path.join(ROOT, "tests", "fixtures", "runtime", "train_ckpt.py")
+FIXTURES = os.path.join(ROOT, "tests", "fixtures", "runtime")
+TRAIN = os.path.join(FIXTURES, "train_ckpt.py")
+sys.path.insert(0, FIXTURES)
+from build_fixtures import cpu_profile  # noqa: E402  (the profile the runtime tests use)
+
 EXAMPLE = os.path.join(ROOT, "examples", "pytorch-process-recovery.yaml")
 SEED_MONITOR_INTERVAL = 5  # seed 恢复时间优化 表2: "不配置该参数时默认为5秒"
 TARGET_VS_SEED, TARGET_VS_FLOOR = 0.5, 2.0
 FAULT_AT_STEP = 12
-
-PROFILE = """\
-cluster:
-  mindcluster: "7.3.0"
-storage:
-  nfs: {server: 192.0.2.10, path: /exports/ascend}
-jobs:
-  - name: bench
-    image: {framework: pytorch, torch: "%s"}
-    nodes: 1
-    npus_per_node: 2
-    launcher: torchrun
-    recovery:
-      fault_scheduling: grace
-      max_restarts: 3
-      monitor_interval: %d
-      termination_grace_period: 10
-"""
 
 
 def plan_monitor_interval() -> int:
@@ -85,7 +71,7 @@ def free_port() -> int:
 def trial(monitor: int, torch_version: str, work: str) -> Dict[str, float]:
     profile = os.path.join(work, "profile.yaml")
     with open(profile, "w", encoding="utf-8") as handle:
-        handle.write(PROFILE % (torch_version, monitor))
+        handle.write(cpu_profile(name="bench", max_restarts=3, monitor=monitor, torch=torch_version))
     logs, ckpt, progress = (os.path.join(work, n) for n in ("logs", "ckpt", "progress.jsonl"))
     env = dict(os.environ, RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")

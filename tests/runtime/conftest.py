@@ -46,61 +46,7 @@ POD_VARS = (
     "TORCHELASTIC_RESTART_COUNT",
 )
 
-TORCH_PROFILE = """\
-cluster:
-  mindcluster: "7.3.0"
-storage:
-  nfs: {server: 192.0.2.10, path: /exports/ascend}
-jobs:
-  - name: %(name)s
-    image:
-      framework: pytorch
-      torch: "%(torch)s"
-%(wheels)s    nodes: %(nodes)d
-    npus_per_node: %(npus)d
-    launcher: torchrun
-    script: train.py
-    recovery:
-      fault_scheduling: grace
-      fault_retry_times: 3
-%(recovery)s      max_restarts: %(max_restarts)d
-      monitor_interval: %(monitor)d
-      termination_grace_period: %(grace)d
-"""
-
-
-def profile_text(
-    name: str = "cpu-job",
-    taskd: bool = False,
-    nodes: int = 1,
-    npus: int = 2,
-    max_restarts: int = 3,
-    monitor: int = 1,
-    grace: int = 10,
-    torch: str = "2.13.0",
-    wheels: Optional[Mapping[str, Path]] = None,
-) -> str:
-    """A PyTorch profile for the CPU: plain torchrun restarts, or TaskD process-level recovery."""
-    image = ""
-    recovery = ""
-    if taskd:
-        image = '      taskd: "7.3.0"\n      mindio_ttp: "7.3.0"\n'
-        recovery = "      strategies: [recover-in-place, recover, exit]\n"
-    if wheels:
-        image += "      wheels:\n"
-        for key, path in wheels.items():
-            image += "        %s: {file: %s}\n" % (key, path)
-    return TORCH_PROFILE % dict(
-        name=name,
-        torch=torch,
-        wheels=image,
-        nodes=nodes,
-        npus=npus,
-        recovery=recovery,
-        max_restarts=max_restarts,
-        monitor=monitor,
-        grace=grace,
-    )
+profile_text = build_fixtures.cpu_profile
 
 
 def write(path: Path, text: str) -> Path:
@@ -126,6 +72,15 @@ def cli(
         text=True,
         timeout=timeout,
     )
+
+
+def start_launch(
+    profile: Path, log_dir: Path, env: Mapping[str, str], script: Sequence[str], stderr: Optional[int] = subprocess.PIPE
+) -> subprocess.Popen[str]:
+    """``resumable launch --profile P --log-dir D -- SCRIPT...`` in a child process (it handles signals
+    and children, so it never runs in the test process)."""
+    argv = [sys.executable, "-m", "resumable", "launch", "--profile", str(profile), "--log-dir", str(log_dir), "--"]
+    return subprocess.Popen([*argv, *script], env=dict(env), stdout=subprocess.PIPE, stderr=stderr, text=True)
 
 
 def read_jsonl(path: Path) -> List[Dict[str, Any]]:

@@ -19,7 +19,18 @@ import pytest
 
 from resumable.runtime.supervisor import descendants, proc_stat
 
-from .conftest import FIXTURES, clean_env, cli, free_port, need_torch, profile_text, python_path, read_jsonl, write
+from .conftest import (
+    FIXTURES,
+    clean_env,
+    cli,
+    free_port,
+    need_torch,
+    profile_text,
+    python_path,
+    read_jsonl,
+    start_launch,
+    write,
+)
 
 pytestmark = pytest.mark.slow
 TRAIN = FIXTURES / "train_ckpt.py"
@@ -48,19 +59,12 @@ class Job:
         )
 
     def start(self, *args: str) -> subprocess.Popen[str]:
-        argv = [
-            sys.executable,
-            "-m",
-            "resumable",
-            "launch",
-            "--profile",
-            str(self.profile),
-            "--log-dir",
-            str(self.logs),
-        ]
-        argv += ["--", str(TRAIN), "--ckpt", str(self.ckpt), "--progress", str(self.progress), *args]
-        return subprocess.Popen(
-            argv, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True
+        return start_launch(
+            self.profile,
+            self.logs,
+            self.env,
+            [str(TRAIN), "--ckpt", str(self.ckpt), "--progress", str(self.progress), *args],
+            stderr=subprocess.STDOUT,
         )
 
     def timeline(self, kind: Optional[str] = None) -> List[Dict[str, Any]]:

@@ -28,6 +28,7 @@ from .conftest import (
     profile_text,
     python_path,
     read_jsonl,
+    start_launch,
     write,
 )
 
@@ -55,19 +56,8 @@ class Pod:
         )
 
     def start(self, *worker_args: str) -> subprocess.Popen[str]:
-        argv = [
-            sys.executable,
-            "-m",
-            "resumable",
-            "launch",
-            "--profile",
-            str(self.profile),
-            "--log-dir",
-            str(self.logs),
-        ]
-        argv += ["--", str(TOY), "--progress", str(self.progress), *worker_args]
-        return subprocess.Popen(
-            argv, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True
+        return start_launch(
+            self.profile, self.logs, self.env, [str(TOY), "--progress", str(self.progress), *worker_args]
         )
 
     def run(self, *worker_args: str, timeout: float = 120) -> Tuple[int, str]:
