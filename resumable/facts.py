@@ -53,6 +53,8 @@ class JobFacts:
     taskd_manager_where: TaskdManagerWhere
     watchdog_supported: bool
     watchdog_on: bool
+    #: hostNetwork of the job's pods: jobs[].host_network, else cluster.host_network
+    host_network: bool = False
 
     @property
     def is_pytorch(self) -> bool:
@@ -153,6 +155,7 @@ def job_facts(profile: Profile, index: int) -> JobFacts:
         taskd_manager_where=where,
         watchdog_supported=supported,
         watchdog_on=watchdog_on,
+        host_network=cluster.host_network if job.host_network is None else job.host_network,
     )
 
 

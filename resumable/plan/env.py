@@ -64,7 +64,7 @@ def container_env(f: JobFacts) -> List[EnvVar]:
     if f.uses_taskd or mindio:
         env.append(EnvVar(C.ENV_POD_IP, field_path="status.podIP", reason="TaskD/MindIO address (YAMLCFG)"))
     env.append(EnvVar(C.ENV_XDL_IP, field_path="status.hostIP", reason="host address (YAMLCFG)"))
-    if f.cluster.host_network:
+    if f.host_network:
         env.append(EnvVar(C.ENV_HCCL_IF_IP, field_path="status.hostIP", reason="hostNetwork (YAMLCFG)"))
     if (mindio or "dump" in f.strategies) and job.recovery.ttp_port is not None:
         env.append(EnvVar(C.ENV_TTP_PORT, str(job.recovery.ttp_port), reason="MindIO TTP controller (RT06)"))

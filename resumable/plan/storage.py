@@ -17,7 +17,7 @@ def build_storage(profile: Profile, facts: List[JobFacts]) -> List[SharedVolumeP
     kind = "nfs" if s.nfs is not None else "storage_class"
     base = profile.cluster.name
 
-    def vol(purpose: str, sub: str, mount: str, size: str) -> SharedVolumePlan:
+    def vol(purpose: str, sub: str, mount: str, size: str, users: List[JobFacts]) -> SharedVolumePlan:
         return SharedVolumePlan(
             name="%s-%s" % (base, sub),
             purpose=purpose,
@@ -27,6 +27,7 @@ def build_storage(profile: Profile, facts: List[JobFacts]) -> List[SharedVolumeP
             path=("%s/%s" % (s.nfs.path.rstrip("/"), sub)) if s.nfs is not None else None,
             storage_class=s.storage_class,
             size=size,
+            namespaces=sorted({f.job.namespace for f in users}),
         )
 
     out: List[SharedVolumePlan] = []
@@ -38,13 +39,16 @@ def build_storage(profile: Profile, facts: List[JobFacts]) -> List[SharedVolumeP
                 "op-cache" + ("-%d" % i if i else ""),
                 path,
                 s.cache_size,
+                [f for f in facts if f.job.compile.mode == "cache" and f.job.compile.cache_path == path],
             )
         )
     ckpt_paths = sorted({f.job.checkpoint.path for f in facts})
     for i, path in enumerate(ckpt_paths):
-        out.append(vol("checkpoints", "checkpoints" + ("-%d" % i if i else ""), path, s.checkpoint_size))
+        users = [f for f in facts if f.job.checkpoint.path == path]
+        out.append(vol("checkpoints", "checkpoints" + ("-%d" % i if i else ""), path, s.checkpoint_size, users))
     if s.nfs is not None and any(f.job.ranktable for f in facts):
         # The operator writes <ns>.<job>/hccl.json under its hostPath /user/mindx-dl/ranktable, which the
         # nodes mount from <export>/ranktable (plan.nodes.shared_mounts); the jobs mount the same export.
-        out.append(vol("ranktable (hccl.json)", "ranktable", C.RANKTABLE_MOUNT, s.ranktable_size))
+        users = [f for f in facts if f.job.ranktable]
+        out.append(vol("ranktable (hccl.json)", "ranktable", C.RANKTABLE_MOUNT, s.ranktable_size, users))
     return out

@@ -19,7 +19,7 @@ def host_network(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     """With hostNetwork HCCL must bind the host's address (the plan sets HCCL_IF_IP from
     status.hostIP); TaskD's 9601/9602 must be kept out of the ephemeral range or a random outgoing
     connection can hold them when the Manager or Proxy restarts."""
-    if not profile.cluster.host_network:
+    if not f.host_network:
         return
     literal = f.job.env.get(C.ENV_HCCL_IF_IP)
     if literal is not None:

@@ -94,7 +94,7 @@ def runpy_patch_package(profile: Profile, f: JobFacts) -> Iterable[Finding]:
 def pod_level_force_host_network(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     """With force, faulty pods are deleted at once; a replacement pod on the host network can then
     collide with ports the old one still holds."""
-    if f.pod_level and f.job.recovery.fault_scheduling == "force" and profile.cluster.host_network:
+    if f.pod_level and f.job.recovery.fault_scheduling == "force" and f.host_network:
         yield Finding(
             ["%s.recovery.fault_scheduling" % f.path, "cluster.host_network"],
             "pod_rescheduling with fault_scheduling force is not supported on the host network",
