@@ -359,6 +359,15 @@ CASES: Dict[str, Tuple[List[Tuple[Dict[str, Any], str]], Dict[str, Any]]] = {
         ],
         {J + "tor_affinity": "large-model-schema", J + "sp_block": 16},
     ),
+    "vcjob-restart-policy": (
+        [
+            (
+                {J + "kind": "vcjob", J + "recovery.restart_policy": "ExitCode", J + "recovery.strategies": []},
+                J + "recovery.restart_policy",
+            )
+        ],
+        {J + "recovery.restart_policy": "ExitCode", J + "recovery.fault_retry_times": None},
+    ),
     "sp-block-size": (
         [({J + "sp_block": 12}, J + "sp_block"), ({J + "sp_block": 64}, J + "sp_block")],
         {J + "sp_block": 32},

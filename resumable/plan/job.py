@@ -23,6 +23,7 @@ from .model import (
     VolcanoPolicy,
 )
 from .nodes import npu_resource
+from .storage import uses_cache_volume
 
 #: Size of /dev/shm the samples give training pods (RT06 step 5).
 SHM_SIZE = "16Gi"
@@ -204,7 +205,7 @@ def volumes(f: JobFacts, storage: List[SharedVolumePlan]) -> List[Volume]:
     job = f.job
     vols = [Volume("shm", "/dev/shm", "empty_dir_memory", size_limit=SHM_SIZE, reason="RT06 step 5")]
     by_path = {v.mount_path: v for v in storage}
-    if job.compile.mode == "cache" and job.compile.cache_path in by_path:
+    if uses_cache_volume(f) and job.compile.cache_path in by_path:
         v = by_path[job.compile.cache_path]
         vols.append(Volume("op-cache", v.mount_path, "pvc", claim_name=v.name, reason="ASCEND_CACHE_PATH (seed 表10)"))
     if job.checkpoint.path in by_path:

@@ -10,6 +10,13 @@ from ..profile import Profile
 from .model import SharedVolumePlan
 
 
+def uses_cache_volume(f: JobFacts) -> bool:
+    """The operator compile cache (ASCEND_CACHE_PATH, seed 表10) and the MindSpore graph cache
+    (MS_COMPILER_CACHE_PATH under the same path, RT05) both live on the shared cache volume."""
+    c = f.job.compile
+    return c.mode == "cache" or (c.mindspore_graph_cache and not f.is_pytorch)
+
+
 def build_storage(profile: Profile, facts: List[JobFacts]) -> List[SharedVolumePlan]:
     s = profile.storage
     if s.nfs is None and s.storage_class is None:
@@ -31,7 +38,7 @@ def build_storage(profile: Profile, facts: List[JobFacts]) -> List[SharedVolumeP
         )
 
     out: List[SharedVolumePlan] = []
-    cache_paths = sorted({f.job.compile.cache_path for f in facts if f.job.compile.mode == "cache"})
+    cache_paths = sorted({f.job.compile.cache_path for f in facts if uses_cache_volume(f)})
     for i, path in enumerate(cache_paths):
         out.append(
             vol(
@@ -39,7 +46,7 @@ def build_storage(profile: Profile, facts: List[JobFacts]) -> List[SharedVolumeP
                 "op-cache" + ("-%d" % i if i else ""),
                 path,
                 s.cache_size,
-                [f for f in facts if f.job.compile.mode == "cache" and f.job.compile.cache_path == path],
+                [f for f in facts if uses_cache_volume(f) and f.job.compile.cache_path == path],
             )
         )
     ckpt_paths = sorted({f.job.checkpoint.path for f in facts})

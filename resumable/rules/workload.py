@@ -105,3 +105,19 @@ def sp_block_size(profile: Profile, f: JobFacts) -> Iterable[Finding]:
             % (sp, total, f.job.npus_per_node),
             "Choose an sp_block that is a multiple of npus_per_node and divides nodes x npus_per_node.",
         )
+
+
+@job_rule(
+    "vcjob-restart-policy",
+    "restartPolicy ExitCode exists for AscendJob only",
+    "YAMLCFG restartPolicy (ExitCode: not for vcjob)",
+)
+def vcjob_restart_policy(profile: Profile, f: JobFacts) -> Iterable[Finding]:
+    """A Volcano Job's pods take a plain Kubernetes restartPolicy (Always, OnFailure, Never); the
+    API server rejects ExitCode there."""
+    if f.job.kind == "vcjob" and f.job.recovery.restart_policy == "ExitCode":
+        yield Finding(
+            ["%s.recovery.restart_policy" % f.path, "%s.kind" % f.path],
+            "restart_policy ExitCode is not valid for a Volcano Job",
+            "Use Never (needed with fault_retry_times) or kind: ascendjob.",
+        )
