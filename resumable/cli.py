@@ -139,7 +139,9 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("schema", help="print the profile's JSON Schema")
     s.set_defaults(func=cmd_schema)
 
-    r = sub.add_parser("render", help="write the whole deployment (scheduling stack, storage, image build spec, jobs) as YAML")
+    r = sub.add_parser(
+        "render", help="write the whole deployment (scheduling stack, storage, image build spec, jobs) as YAML"
+    )
     r.add_argument("profile", metavar="PROFILE")
     r.add_argument("--out", required=True, metavar="DIR")
     r.add_argument(

@@ -79,7 +79,9 @@ def read_profile_text(plan: Plan) -> str:
         with open(path, encoding="utf-8") as handle:
             return handle.read(PROFILE_MAX_BYTES + 1)
     except OSError as exc:
-        raise ResumableError("cannot be read again (%s)" % exc, path, "Keep the file in place while rendering.") from None
+        raise ResumableError(
+            "cannot be read again (%s)" % exc, path, "Keep the file in place while rendering."
+        ) from None
 
 
 def workload_namespaces(plan: Plan) -> List[Obj]:
@@ -149,8 +151,8 @@ def build_deployment(
     for job in plan.jobs:
         workloads += job_objects(plan, job, chosen.get(job.name) or default_image(plan, job), text)
     return Deployment(
-        stages
-        + [
+        [
+            *stages,
             Stage(WORKLOAD_NAMESPACES_STAGE, workload_namespaces(plan)),
             Stage(STORAGE_STAGE, storage.objects(plan.storage)),
             Stage(JOBS_STAGE, workloads),

@@ -19,8 +19,8 @@ from .model import (
     Port,
     ReplicaPlan,
     SharedVolumePlan,
-    Volume,
     VolcanoPolicy,
+    Volume,
 )
 from .nodes import npu_resource
 from .storage import uses_cache_volume
@@ -70,7 +70,8 @@ def ports(f: JobFacts) -> List[Port]:
     job = f.job
     out: List[Port] = []
     if job.kind == "ascendjob":
-        out.append(Port(C.ASCENDJOB_PORT_NAME, C.ASCENDJOB_PORT_DEFAULT, reason="MASTER_PORT / MS_SCHED_PORT (YAMLCFG)"))
+        why = "MASTER_PORT / MS_SCHED_PORT (YAMLCFG)"
+        out.append(Port(C.ASCENDJOB_PORT_NAME, C.ASCENDJOB_PORT_DEFAULT, reason=why))
     if f.uses_taskd:
         out.append(Port(C.TASKD_PORT_NAME, C.TASKD_MANAGER_PORT, reason="TaskD Manager, on every pod (RT04)"))
     if ("dump" in f.strategies or f.process_level) and job.recovery.ttp_port is not None:
@@ -258,7 +259,9 @@ def volumes(f: JobFacts, storage: List[SharedVolumePlan]) -> List[Volume]:
     )
     for uv in job.volumes:
         if uv.claim is not None:
-            vols.append(Volume(uv.name, uv.mount_path, "pvc", claim_name=uv.claim, read_only=uv.read_only, reason="profile"))
+            vols.append(
+                Volume(uv.name, uv.mount_path, "pvc", claim_name=uv.claim, read_only=uv.read_only, reason="profile")
+            )
         else:
             vols.append(
                 Volume(uv.name, uv.mount_path, "host_path", path=uv.host_path, read_only=uv.read_only, reason="profile")

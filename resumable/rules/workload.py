@@ -77,7 +77,8 @@ def job_volumes(profile: Profile, f: JobFacts) -> Iterable[Finding]:
 def topology_release(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     """Volcano ignores scheduling labels its Ascend plugin does not know; the job would be placed
     without the affinity the user asked for."""
-    for value, gate, field_ in ((f.job.tor_affinity, R.TOR_AFFINITY, "tor_affinity"), (f.job.sp_block, R.SP_BLOCK, "sp_block")):
+    wanted = ((f.job.tor_affinity, R.TOR_AFFINITY, "tor_affinity"), (f.job.sp_block, R.SP_BLOCK, "sp_block"))
+    for value, gate, field_ in wanted:
         if value is not None and not f.at_least(gate):
             yield Finding(
                 ["%s.%s" % (f.path, field_), "cluster.mindcluster"],
