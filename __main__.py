@@ -96,8 +96,10 @@ def main() -> Dict[str, Any]:
         )
     jobs = TrainingJobs(
         "jobs",
-        TrainingJobsArgs(plan, {name: image.ref for name, image in images.items()}, profile_text),
-        pulumi.ResourceOptions(providers=[provider], depends_on=[scheduler, storage]),
+        TrainingJobsArgs(
+            plan, {name: image.ref for name, image in images.items()}, profile_text, after=[scheduler, storage]
+        ),
+        pulumi.ResourceOptions(providers=[provider]),
     )
     pulumi.export(
         "mindcluster",

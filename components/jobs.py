@@ -18,7 +18,7 @@ from .kinds import create, logical_name, object_key
 
 TYPE_TOKEN = "ascend-resumable:stack:TrainingJobs"
 #: stands for the image reference while the objects are built; replaced by the Output
-_IMAGE = "\0image\0"
+_IMAGE = "@@resumable:image@@"
 
 
 def substitute(node: Any, value: Any) -> Any:
@@ -43,6 +43,9 @@ class TrainingJobsArgs:
     images: Dict[str, pulumi.Input[str]]
     #: the profile's text for the ConfigMap ``resumable launch`` reads in the pod
     profile_text: str
+    #: what every job object waits for (the scheduling stack with its CRDs and operator, the
+    #: storage claims); components here stand for all their children
+    after: List[pulumi.Resource] = dataclasses.field(default_factory=list)
 
 
 class TrainingJobs(pulumi.ComponentResource):
@@ -64,7 +67,7 @@ class TrainingJobs(pulumi.ComponentResource):
                 key = object_key(obj)
                 # the pods mount the ConfigMaps at start: create them before the job
                 depends = config_maps if obj["kind"] != "ConfigMap" else []
-                options = pulumi.ResourceOptions(parent=self, depends_on=list(depends))
+                options = pulumi.ResourceOptions(parent=self, depends_on=[*args.after, *depends])
                 resource = create(logical_name(name, key), substitute(obj, args.images[job.name]), options)
                 self.resources[key] = resource
                 self.child_options[key] = options
