@@ -63,13 +63,13 @@ class Mocks(pulumi.runtime.Mocks):
         return [r for r in self.resources if r.typ.startswith("kubernetes:") and not r.typ.startswith("pulumi:")]
 
 
-class RecordingMonitor(MockMonitor):  # type: ignore[misc]
+class RecordingMonitor(MockMonitor):
     def __init__(self, mocks: Mocks) -> None:
         super().__init__(mocks)
         self.requests: Dict[str, Any] = {}
 
     def RegisterResource(self, request: Any) -> Any:
-        response = super().RegisterResource(request)
+        response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
         self.requests[response.urn] = request
         return response
 
