@@ -60,6 +60,12 @@ def main() -> Dict[str, Any]:
             "stack config images: no job named %s in %s (jobs: %s). Use the profile's job names."
             % (", ".join(unknown), cfg.profile, ", ".join(j.name for j in plan.jobs))
         )
+    homeless = [j.name for j in plan.jobs if j.name not in cfg.images and not image_tags(cfg, plan, j)]
+    if homeless:
+        raise pulumi.RunError(
+            "job %s has no image reference to push to; set jobs[].image.name in the profile, or config "
+            "imageRegistry, or config images.<job> to a prebuilt reference" % ", ".join(homeless)
+        )
     try:
         profile_text = read_profile_text(plan)
     except ResumableError as exc:
