@@ -161,7 +161,8 @@ def deployment_of(text: str) -> Any:
 
 
 def job_objects(text: str) -> List[Dict[str, Any]]:
-    return deployment_of(text).stage("jobs").objects
+    objs: List[Dict[str, Any]] = deployment_of(text).stage("jobs").objects
+    return objs
 
 
 def as_vcjob(job: Dict[str, Any], doc: Dict[str, Any]) -> None:
