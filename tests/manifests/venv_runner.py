@@ -16,11 +16,12 @@ from typing import Any, Dict
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # the program's directory, as Pulumi's language host has it
+sys.path.insert(1, str(ROOT / "tests"))  # the test helpers, as pytest imports them
 
 import pulumi  # noqa: E402
 import yaml  # noqa: E402
 
-from tests.manifests.pulumi_mocks import (  # noqa: E402
+from manifests.pulumi_mocks import (  # noqa: E402
     MOCKS,
     PROJECT,
     project_defaults,
