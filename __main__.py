@@ -22,6 +22,7 @@ from components import (
     SharedStorageArgs,
     TrainingJobs,
     TrainingJobsArgs,
+    readiness,
 )
 from components.config import StackConfig, read_config
 from resumable.api import load_plan
@@ -66,6 +67,8 @@ def main() -> Dict[str, Any]:
             "job %s has no image reference to push to; set jobs[].image.name in the profile, or config "
             "imageRegistry, or config images.<job> to a prebuilt reference" % ", ".join(homeless)
         )
+    if cfg.check_nodes:
+        readiness.preflight(plan.nodes, cfg.kubeconfig_text, cfg.context)
     try:
         profile_text = read_profile_text(plan)
     except ResumableError as exc:

@@ -37,6 +37,10 @@ class StackConfig:
     push_images: bool
     ready_timeout: int
     retain_on_delete: bool
+    #: ask the API server for labelled nodes before deploying (components/readiness.py)
+    check_nodes: bool
+    #: the kubeconfig (path or contents) as plain text, for the node check only
+    kubeconfig_text: Optional[str]
 
 
 def _fail(key: str, problem: str, fix: str) -> pulumi.RunError:
@@ -84,6 +88,7 @@ def read_config(config: pulumi.Config) -> StackConfig:
         raise _fail("readyTimeout", f"{timeout} is outside 10..3600 seconds", "Choose a wait between 10 s and 1 h.")
     push = _typed(config, "pushImages", "get_bool", "true or false")
     retain = _typed(config, "retainOnDelete", "get_bool", "true or false")
+    check = _typed(config, "checkNodes", "get_bool", "true or false")
     return StackConfig(
         profile=profile,
         kubeconfig=config.get_secret("kubeconfig"),
@@ -97,4 +102,6 @@ def read_config(config: pulumi.Config) -> StackConfig:
         push_images=True if push is None else push,
         ready_timeout=timeout,
         retain_on_delete=True if retain is None else retain,
+        check_nodes=True if check is None else check,
+        kubeconfig_text=config.get("kubeconfig"),
     )

@@ -193,9 +193,37 @@ def stub_prepare_context(plan: Any, job_name: str, out_dir: str) -> StubContext:
     )
 
 
-def install_stub_context(monkeypatch: Any, tmp_path: Path) -> None:
+class FakeNodes:
+    """The API server's answer to "which nodes carry these labels" (components/readiness.py):
+    ``labelled`` holds the label=value pairs present on at least one node (all on one node)."""
+
+    def __init__(self, labelled: Optional[Dict[str, str]] = None, fail: Optional[Exception] = None) -> None:
+        self.labelled = labelled
+        self.fail = fail
+        self.asked: List[str] = []
+
+    def counter(self, kubeconfig: Optional[str], context: Optional[str]) -> Callable[[str], int]:
+        if self.fail is not None:
+            raise self.fail
+
+        def count(selector: str) -> int:
+            self.asked.append(selector)
+            if self.labelled is None:
+                return 1
+            wanted = dict(pair.split("=", 1) for pair in selector.split(","))
+            return 1 if all(self.labelled.get(k) == v for k, v in wanted.items()) else 0
+
+        return count
+
+
+def install_stub_context(monkeypatch: Any, tmp_path: Path, nodes: Optional[FakeNodes] = None) -> FakeNodes:
     """Run the program from the project directory (as Pulumi does) with image build contexts
-    prepared by :func:`stub_prepare_context` under ``tmp_path``."""
+    prepared by :func:`stub_prepare_context` under ``tmp_path`` and the node check answered by
+    ``nodes`` (default: every label is on some node), never by a real cluster."""
+    import components.readiness
+
+    nodes = nodes or FakeNodes()
+    monkeypatch.setattr(components.readiness, "cluster_node_counter", nodes.counter)
 
     def prepare(plan: Any, job_name: str, out_dir: str) -> StubContext:
         return stub_prepare_context(plan, job_name, str(tmp_path / out_dir))
@@ -204,3 +232,4 @@ def install_stub_context(monkeypatch: Any, tmp_path: Path) -> None:
     module.prepare_context = prepare  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "resumable.runtime.context", module)
     monkeypatch.chdir(ROOT)
+    return nodes
