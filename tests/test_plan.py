@@ -152,6 +152,7 @@ def test_before_7_2_the_job_carries_the_recovery_env_itself() -> None:
         jobs__0__image__taskd="7.1.RC1",
         jobs__0__image__mindio_ttp="7.1.RC1",
         jobs__0__image__mindx_elastic="7.1.RC1",
+        jobs__0__image__wheels={},
     )
     job = plan.jobs[0]
     env = env_of(job)

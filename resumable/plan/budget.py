@@ -17,7 +17,7 @@ from ..facts import JobFacts
 from ..profile import Job
 from .model import BudgetLine, BudgetPlan, BudgetTerm
 
-#: The collective timeout a fault waits for without the watchdog (seed 恢复时间优化: 通常默认为30分钟).
+#: The collective timeout a fault waits for without the watchdog (RTO 故障检测时间优化: 通常默认为30分钟).
 COLLECTIVE_TIMEOUT = 1800.0
 #: With watchdog and unconditional retry the job exits within 6 minutes (RT01).
 WATCHDOG_EXIT = 360.0
@@ -60,7 +60,7 @@ def _detect(f: JobFacts, level: str) -> BudgetTerm:
         "detect",
         COLLECTIVE_TIMEOUT,
         "a parameter-plane fault waits for the collective timeout",
-        "seed 恢复时间优化 故障检测时间优化 (30 min default)",
+        "RTO 故障检测时间优化 (30 min default)",
     )
 
 
@@ -151,14 +151,14 @@ def _compile(f: JobFacts, level: str, mode: str) -> BudgetTerm:
     if level == "retry":
         return BudgetTerm("T4 compile", 0.0, "processes keep their compiled operators", "RT01 online recovery")
     if mode == "binaries":
-        return BudgetTerm("T4 compile", 0.0, "pre-built operator binaries need no compilation", "seed 恢复时间优化 表9")
+        return BudgetTerm("T4 compile", 0.0, "pre-built operator binaries need no compilation", "RTO 表9")
     if mode == "cache":
         return BudgetTerm(
             "T4 compile",
             cold * CACHE_SHARE,
             "the shared compile cache is warm; %d%% of budget.compile_seconds (assumption, no published "
             "figure)" % int(CACHE_SHARE * 100),
-            "seed 恢复时间优化 表10",
+            "RTO 表10",
         )
     return BudgetTerm("T4 compile", cold, "cold compilation (budget.compile_seconds)", "RT00; profile")
 
