@@ -98,7 +98,7 @@ def _reschedule(f: JobFacts, level: str) -> BudgetTerm:
             "T1 reschedule",
             HANDLE + _schedule(1) + start,
             "one pod is replaced: handling + scheduling + budget.pod_start_seconds",
-            "RT00 (handle < 30 s); INST05 (scheduling); profile budget.pod_start_seconds",
+            "RT00 (handle < 30 s); INST05 (scheduling); PROFILE budget.pod_start_seconds",
         )
     if level == "elastic-training":
         return BudgetTerm(
@@ -111,7 +111,7 @@ def _reschedule(f: JobFacts, level: str) -> BudgetTerm:
         "T1 reschedule",
         HANDLE + _schedule(job.nodes) + start,
         "all %d pods are deleted, scheduled again (about 5 min per 4500 pods) and started" % job.nodes,
-        "RT00; INST05 (4-5k pods in about 5 min); profile budget.pod_start_seconds",
+        "RT00; INST05 (4-5k pods in about 5 min); PROFILE budget.pod_start_seconds",
     )
 
 
@@ -127,7 +127,10 @@ def _comm_init(f: JobFacts, level: str) -> BudgetTerm:
         if level in ("recover-in-place", "recover", "elastic-training")
         else ("every rank initialises HCCL again")
     )
-    return BudgetTerm("T2 comm init", value, "%s; %s" % (what, how), "RT05 Tables 2-4 (what shortens it)")
+    source = "RT05 Tables 2-4 (what shortens it)" + (
+        "; PROFILE budget.comm_init_seconds" if measured is not None else "; PROJECT (estimate)"
+    )
+    return BudgetTerm("T2 comm init", value, "%s; %s" % (what, how), source)
 
 
 def _ckpt_load(f: JobFacts, level: str) -> BudgetTerm:
@@ -158,9 +161,11 @@ def _compile(f: JobFacts, level: str, mode: str) -> BudgetTerm:
             cold * CACHE_SHARE,
             "the shared compile cache is warm; %d%% of budget.compile_seconds (assumption, no published "
             "figure)" % int(CACHE_SHARE * 100),
-            "RTO 表10",
+            "RTO 表10; PROJECT (the share left with a warm cache)",
         )
-    return BudgetTerm("T4 compile", cold, "cold compilation (budget.compile_seconds)", "RT00; profile")
+    return BudgetTerm(
+        "T4 compile", cold, "cold compilation (budget.compile_seconds)", "RT00; PROFILE budget.compile_seconds"
+    )
 
 
 def _line(f: JobFacts, level: str, mode: str) -> BudgetLine:
