@@ -210,18 +210,25 @@ def _path(text: str) -> str:
 LiftFn = Callable[[Job, str, str], Optional[Conflict]]
 
 
-def _lift_watchdog_hccl(job: Job, value: str, framework: str) -> Optional[Conflict]:
-    if framework != "pytorch":
-        return None
-    wanted = watchdog_from_hccl(value)
-    if wanted is None:
-        return Conflict(
-            C.ENV_HCCL_ASYNC_ERROR_HANDLING,
-            (),
-            "%s=%s is not a value torch_npu reads (0 off, 1 or 2 on)" % (C.ENV_HCCL_ASYNC_ERROR_HANDLING, value),
-            "Remove it from env and set recovery.watchdog (auto, on or off).",
-        )
-    return _lift_choice(job, "recovery", "watchdog", wanted, C.ENV_HCCL_ASYNC_ERROR_HANDLING, value)
+def _choice(env: str, field: str, parse: Callable[[str], Optional[str]], accepted: str, only: str = "") -> LiftFn:
+    """A lifter for an auto/on/off field: ``parse`` reads the env value as on/off (None: not a
+    value the consumer reads; ``accepted`` says what is); ``only``: the framework it applies to."""
+    part, name = field.split(".")
+
+    def lifter(job: Job, value: str, framework: str) -> Optional[Conflict]:
+        if only and framework != only:
+            return None
+        wanted = parse(value)
+        if wanted is None:
+            return Conflict(
+                env,
+                (),
+                "%s=%s is not a value it takes (%s)" % (env, value, accepted),
+                "Remove it from env and set %s (auto, on or off)." % field,
+            )
+        return _lift_choice(job, part, name, wanted, env, value)
+
+    return lifter
 
 
 def _lift_watchdog_thm(job: Job, value: str, framework: str) -> Optional[Conflict]:
@@ -229,20 +236,8 @@ def _lift_watchdog_thm(job: Job, value: str, framework: str) -> Optional[Conflic
         return None
     wanted = watchdog_from_thm(value)
     if wanted is None:
-        return None
+        return None  # the map does not name the watchdog
     return _lift_choice(job, "recovery", "watchdog", wanted, C.ENV_MS_ENABLE_THM, value)
-
-
-def _lift_taskd(job: Job, value: str, framework: str) -> Optional[Conflict]:
-    wanted = _on_off(value)
-    if wanted is None:
-        return Conflict(
-            C.ENV_TASKD_PROCESS_ENABLE,
-            (),
-            "%s=%s is neither on nor off" % (C.ENV_TASKD_PROCESS_ENABLE, value),
-            "Remove it from env and set recovery.taskd_process_enable (auto, on or off).",
-        )
-    return _lift_choice(job, "recovery", "taskd_process_enable", wanted, C.ENV_TASKD_PROCESS_ENABLE, value)
 
 
 def _lift_choice(job: Job, part: str, name: str, wanted: str, env: str, value: str) -> Optional[Conflict]:
@@ -394,9 +389,13 @@ def _lift_ranktable(job: Job, value: str, framework: str) -> Optional[Conflict]:
 
 
 _LIFTS: Dict[str, LiftFn] = {
-    C.ENV_HCCL_ASYNC_ERROR_HANDLING: _lift_watchdog_hccl,
+    C.ENV_HCCL_ASYNC_ERROR_HANDLING: _choice(
+        C.ENV_HCCL_ASYNC_ERROR_HANDLING, "recovery.watchdog", watchdog_from_hccl, "0 off, 1 or 2 on", "pytorch"
+    ),
     C.ENV_MS_ENABLE_THM: _lift_watchdog_thm,
-    C.ENV_TASKD_PROCESS_ENABLE: _lift_taskd,
+    C.ENV_TASKD_PROCESS_ENABLE: _choice(
+        C.ENV_TASKD_PROCESS_ENABLE, "recovery.taskd_process_enable", _on_off, "on or off"
+    ),
     C.ENV_ASCEND_CACHE_PATH: _lift_cache_path,
     C.ENV_ASCEND_MAX_OP_CACHE_SIZE: _lift_int("compile", "max_op_cache_size", C.ENV_ASCEND_MAX_OP_CACHE_SIZE),
     C.ENV_HCCL_CONNECT_TIMEOUT: _lift_int("hccl", "connect_timeout", C.ENV_HCCL_CONNECT_TIMEOUT),

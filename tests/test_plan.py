@@ -28,6 +28,18 @@ def plan_of(name: str) -> Plan:
     return build_plan(load_profile(str(path)), str(path))
 
 
+def plan_json(name: str) -> Dict[str, Any]:
+    """`resumable plan EXAMPLE --format json`, as the Ansible roles and job templates read it."""
+    out = subprocess.run(
+        [sys.executable, "-m", "resumable", "plan", str(EXAMPLES / name), "--format", "json"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    result: Dict[str, Any] = json.loads(out)
+    return result
+
+
 def env_of(job: JobPlan, replica: int = 0) -> Dict[str, Any]:
     return {e.name: (e.value if e.field_path is None else "<%s>" % e.field_path) for e in job.replicas[replica].env}
 
@@ -46,21 +58,7 @@ def variant(name: str, **changes: Any) -> Plan:
 
 def test_process_recovery_json_has_every_acceptance_item() -> None:
     """The issue's acceptance list, read from `resumable plan ... --format json` itself."""
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "resumable",
-            "plan",
-            str(EXAMPLES / "pytorch-process-recovery.yaml"),
-            "--format",
-            "json",
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    plan = json.loads(out)
+    plan = plan_json("pytorch-process-recovery.yaml")
     job = plan["jobs"][0]
     for replica in job["replicas"]:
         assert {"name": "taskd-port", "container_port": 9601} in [
@@ -473,22 +471,7 @@ def test_item7_project_limits_say_so() -> None:
 
 
 def test_item8_hdk_and_image_name_reach_the_plan_and_ranktable_needs_no_volume() -> None:
-    plan = json.loads(
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "resumable",
-                "plan",
-                str(EXAMPLES / "pytorch-process-recovery.yaml"),
-                "--format",
-                "json",
-            ],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-    )
+    plan = plan_json("pytorch-process-recovery.yaml")
     assert plan["nodes"]["hdk"] == "25.0.rc1.1"
     assert plan["jobs"][0]["image"]["name"] == "registry.example.com/ai/mindspeed-llm:2.3.0"
     ranktable = variant("pytorch-process-recovery.yaml", jobs__0__ranktable=True)

@@ -158,7 +158,6 @@ CASES: Dict[str, Tuple[List[Tuple[Dict[str, Any], str]], Dict[str, Any]]] = {
     ),
     "host-network": (
         [
-            ({"cluster.host_network": True, J + "env": {"HCCL_IF_IP": "10.0.0.1"}}, J + "env.HCCL_IF_IP"),
             ({"cluster.host_network": True, "cluster.reserve_taskd_ports": False}, "cluster.reserve_taskd_ports"),
         ],
         {"cluster.host_network": True},
@@ -386,6 +385,7 @@ CASES: Dict[str, Tuple[List[Tuple[Dict[str, Any], str]], Dict[str, Any]]] = {
                 J + "hccl.connect_timeout",
             ),
             ({J + "env": {"POD_IP": "10.0.0.1"}}, J + "env.POD_IP"),
+            ({"cluster.host_network": True, J + "env": {"HCCL_IF_IP": "10.0.0.1"}}, J + "env.HCCL_IF_IP"),
             ({J + "env": {"RESUME_MODE_ENABLE": "0"}}, J + "recovery.fault_scheduling"),
             (
                 {J + "recovery.strategies": [], J + "checkpoint.dump": False, J + "env": {"PROCESS_RECOVER": "on"}},

@@ -152,18 +152,27 @@ def test_generated_rule_docs_speak_to_users() -> None:
     assert not OUTSIDE.search(text)
 
 
-def _repository_files() -> List[str]:
+def _walk() -> List[str]:
+    """The repository's files, without virtualenvs, caches and build output."""
     out: List[str] = []
     for directory, dirs, files in os.walk(ROOT):
         rel_dir = os.path.relpath(directory, ROOT)
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
-        for name in sorted(files):
-            rel = os.path.normpath(os.path.join(rel_dir, name))
-            # tests may read the upstream test data beside the repository; their fixtures are docs too
-            if rel.startswith("tests" + os.sep) and not rel.startswith(os.path.join("tests", "fixtures")):
-                continue
-            if name.endswith(TEXT_SUFFIXES) or name in ("Makefile", "Dockerfile"):
-                out.append(rel.replace(os.sep, "/"))
+        dirs[:] = sorted(
+            d for d in dirs if d not in SKIP_DIRS and not d.startswith(".venv") and not d.endswith(".egg-info")
+        )
+        out.extend(os.path.normpath(os.path.join(rel_dir, name)).replace(os.sep, "/") for name in files)
+    return out
+
+
+def _repository_files() -> List[str]:
+    out: List[str] = []
+    for rel in _walk():
+        # tests may read the upstream test data beside the repository; their fixtures are docs too
+        if rel.startswith("tests/") and not rel.startswith("tests/fixtures/"):
+            continue
+        name = rel.rsplit("/", 1)[-1]
+        if (name.endswith(TEXT_SUFFIXES) or name in ("Makefile", "Dockerfile")) and (ROOT / rel).is_file():
+            out.append(rel)
     return out
 
 

@@ -56,6 +56,13 @@ def _detect(f: JobFacts, level: str) -> BudgetTerm:
         )
     if f.watchdog_on:
         return BudgetTerm("detect", WATCHDOG_EXIT, "the watchdog ends the processes", "RT01 (job exits within 6 min)")
+    if f.watchdog_on is None:
+        return BudgetTerm(
+            "detect",
+            COLLECTIVE_TIMEOUT,
+            "whether the image has the watchdog is unknown (rule watchdog-unknown): the collective timeout is assumed",
+            "RTO 故障检测时间优化 (30 min default)",
+        )
     return BudgetTerm(
         "detect",
         COLLECTIVE_TIMEOUT,
