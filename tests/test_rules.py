@@ -449,6 +449,10 @@ CASES: Dict[str, Tuple[List[Tuple[Dict[str, Any], str]], Dict[str, Any]]] = {
                 {J + "image.torch_npu": "2.7.1.post3", J + "image.framework_pt_adapter": "7.2.0"},
                 J + "image.framework_pt_adapter",
             ),
+            (
+                {J + "image.torch_npu": "7.3.0", J + "image.framework_pt_adapter": "7.2.0"},
+                J + "image.torch_npu",
+            ),
         ],
         {J + "image.framework_pt_adapter": DELETE, J + "image.torch_npu": "2.7.1.post3"},
     ),

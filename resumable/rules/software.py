@@ -105,11 +105,19 @@ def torch_npu_version(profile: Profile, f: JobFacts) -> Iterable[Finding]:
         return
     img = f.job.image
     npu = version_or_none(img.torch_npu)
-    if npu is None or R.is_adapter_style(npu):
-        return
-    table = R.torch_npu_release(npu)
     declared = version_or_none(img.framework_pt_adapter)
     paths = ["%s.image.torch_npu" % f.path, "%s.image.framework_pt_adapter" % f.path]
+    if npu is None:
+        return
+    if R.is_adapter_style(npu):
+        if declared is not None and declared != npu:
+            yield Finding(
+                paths,
+                "torch_npu is given as FrameworkPTAdapter %s and framework_pt_adapter says %s" % (npu, declared),
+                "Keep one of the two.",
+            )
+        return
+    table = R.torch_npu_release(npu)
     if table is not None and declared is not None:
         if table.exact and declared != table.release:
             yield Finding(
