@@ -280,20 +280,21 @@ def test_budget_follows_the_profile() -> None:
 # --- issue 7 section 1 -------------------------------------------------------------------------------
 
 
-def errors_of(plan: Plan) -> Dict[str, List[str]]:
+def findings_of(plan: Plan, severity: str) -> Dict[str, List[str]]:
+    """rule id -> the profile paths its findings of ``severity`` name."""
     out: Dict[str, List[str]] = {}
     for v in plan.violations:
-        if v.severity == "error":
+        if v.severity == severity:
             out.setdefault(v.rule, []).extend(v.paths)
     return out
+
+
+def errors_of(plan: Plan) -> Dict[str, List[str]]:
+    return findings_of(plan, "error")
 
 
 def warnings_of(plan: Plan) -> Dict[str, List[str]]:
-    out: Dict[str, List[str]] = {}
-    for v in plan.violations:
-        if v.severity == "warning":
-            out.setdefault(v.rule, []).extend(v.paths)
-    return out
+    return findings_of(plan, "warning")
 
 
 def job_level(**changes: Any) -> Plan:
