@@ -35,7 +35,7 @@ demo: test-venv
 	$(BIN)/resumable validate examples/*.yaml
 	$(BIN)/resumable plan $(EXAMPLE)
 	$(BIN)/resumable render $(EXAMPLE) --out $(DEMO_OUT)
-	$(BIN)/python scripts/check-rendered.py $(DEMO_OUT)
+	$(BIN)/python tests/manifests/check_rendered.py $(DEMO_OUT)
 	@echo "rendered deployment: $(DEMO_OUT)/"
 
 PY_SOURCES := $(wildcard resumable components tests benchmarks scripts __main__.py)

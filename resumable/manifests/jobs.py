@@ -8,7 +8,7 @@ ConfigMaps, command); this module only lays it out in the two job APIs:
   Scheduler/Worker (MindSpore), container ``ascend`` (YAMLCFG; ``D:api/ascend_job.md``).
 - Volcano Job ``batch.volcano.sh/v1alpha1``: one task with every NPU pod, ``minAvailable``,
   ``maxRetry`` and ``policies``; the RankTable comes from the ``rings-config-<job>`` ConfigMap
-  (RT06; VCAPI; ``MCD:…/pytorch_vcjob_910b.yaml``).
+  (RT06; VCAPI; the vcjob sample ``plan.job.VCJOB_SAMPLE``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 bound to a static NFS PersistentVolume or provisioned from a ReadWriteMany StorageClass.
 
 Every pod of every job mounts these claims (compile cache at ASCEND_CACHE_PATH, checkpoints, the
-RankTable directory), so the access mode is ReadWriteMany (RT02; seed 恢复时间优化 表10). NFS volumes
+RankTable directory), so the access mode is ReadWriteMany (RT02; RTO 表10). NFS volumes
 are created here with ``persistentVolumeReclaimPolicy: Retain`` and pre-bound to their claim
 (``claimRef`` + ``volumeName``), so no other claim can take them and deleting a claim never deletes
 checkpoints. Volumes provisioned from a StorageClass get that class's reclaim policy; the class must

@@ -6,7 +6,7 @@ from typing import Dict, List, Optional
 
 from .. import constants as C
 from .. import releases as R
-from ..facts import JobFacts
+from ..facts import JobFacts, uses_compile_cache
 from .budget import budget, ladder
 from .env import container_env
 from .image import build_image
@@ -23,8 +23,12 @@ from .model import (
     Volume,
 )
 from .nodes import npu_resource
-from .storage import uses_cache_volume
 
+#: The Volcano Job sample of the MindCluster samples repository.
+VCJOB_SAMPLE = (
+    "MCD:samples/train/resumable-training/fault-rescheduling/withRanktable/pytorch/gpt-3/yamls/910B/"
+    "pytorch_vcjob_910b.yaml"
+)
 #: Size of /dev/shm the samples give training pods (RT06 step 5).
 SHM_SIZE = "16Gi"
 
@@ -206,9 +210,9 @@ def volumes(f: JobFacts, storage: List[SharedVolumePlan]) -> List[Volume]:
     job = f.job
     vols = [Volume("shm", "/dev/shm", "empty_dir_memory", size_limit=SHM_SIZE, reason="RT06 step 5")]
     by_path = {v.mount_path: v for v in storage}
-    if uses_cache_volume(f) and job.compile.cache_path in by_path:
+    if uses_compile_cache(f) and job.compile.cache_path in by_path:
         v = by_path[job.compile.cache_path]
-        vols.append(Volume("op-cache", v.mount_path, "pvc", claim_name=v.name, reason="ASCEND_CACHE_PATH (seed 表10)"))
+        vols.append(Volume("op-cache", v.mount_path, "pvc", claim_name=v.name, reason="ASCEND_CACHE_PATH (RTO 表10)"))
     if job.checkpoint.path in by_path:
         v = by_path[job.checkpoint.path]
         vols.append(Volume("checkpoints", v.mount_path, "pvc", claim_name=v.name, reason="checkpoints"))
@@ -270,12 +274,12 @@ def volumes(f: JobFacts, storage: List[SharedVolumePlan]) -> List[Volume]:
 
 
 def policies(f: JobFacts) -> List[VolcanoPolicy]:
-    """Volcano Job lifecycle policies: an evicted pod restarts the job (MCD pytorch_vcjob_910b.yaml);
+    """Volcano Job lifecycle policies: an evicted pod restarts the job (the vcjob sample, MCD:);
     with fault-retry-times a failed pod is left to the MindCluster retry logic (PodFailed -> Ignore,
     accepted only by MindCluster's patched Volcano) (YAMLCFG; VCAPI)."""
     if f.job.kind != "vcjob":
         return []
-    out = [VolcanoPolicy("PodEvicted", "RestartJob", reason="MCD pytorch_vcjob_910b.yaml")]
+    out = [VolcanoPolicy("PodEvicted", "RestartJob", reason="%s" % VCJOB_SAMPLE)]
     if f.job.recovery.fault_retry_times is not None:
         out.append(VolcanoPolicy("PodFailed", "Ignore", reason="fault-retry-times (YAMLCFG; VCAPI)"))
     return out
@@ -285,6 +289,12 @@ def command(f: JobFacts) -> List[str]:
     """The container runs ``resumable launch -- SCRIPT ARGS``; the launcher reads the rest from the
     plan of the mounted profile."""
     return ["resumable", "launch", "--", f.job.script, *f.job.script_args]
+
+
+def _software(f: JobFacts) -> str:
+    if not f.is_pytorch:
+        return "MindSpore %s" % f.mindspore
+    return "torch %s, FrameworkPTAdapter %s%s" % (f.torch, "" if f.adapter_info.exact else ">= ", f.adapter)
 
 
 def build_job(f: JobFacts, storage: List[SharedVolumePlan], profile_dir: Optional[str]) -> JobPlan:
@@ -300,13 +310,23 @@ def build_job(f: JobFacts, storage: List[SharedVolumePlan], profile_dir: Optiona
                 R.OPERATOR_INJECTS_RECOVERY_ENV.source,
             )
         )
-    if job.recovery.watchdog == "auto" and not f.watchdog_on:
-        reason = (
-            "a process-level strategy is used"
-            if (f.process_level or f.hot_switch)
-            else ("the image's software does not support it")
+    if job.recovery.watchdog == "auto" and (f.process_level or f.hot_switch):
+        notes.append(Note("watchdog off because a process-level strategy is used", "RTO 表1; RT04 Table 3"))
+    elif job.recovery.watchdog == "auto" and f.watchdog_supported is False:
+        notes.append(
+            Note(
+                "the image's torch/torch_npu (%s) has no watchdog: a parameter-plane fault waits for the "
+                "collective timeout; %s is left unset" % (_software(f), C.ENV_HCCL_ASYNC_ERROR_HANDLING),
+                "RTO 表1",
+            )
         )
-        notes.append(Note("watchdog off because %s" % reason, "seed 恢复时间优化 表1; RT04 Table 3"))
+    for field, name in sorted(f.origins.items()):
+        notes.append(
+            Note(
+                "env %s=%s is read as %s" % (name, f.declared.env[name], field),
+                "PROJECT (a setting is checked the same whether written as a field or in env)",
+            )
+        )
     if f.process_level or f.pod_level:
         notes.append(Note("a fault on the rank-0 pod escalates to job-level rescheduling", "K8S Table 6; RT01"))
     return JobPlan(

@@ -33,7 +33,7 @@ def planned_mounts(f: JobFacts) -> Dict[str, str]:
 @job_rule(
     "job-volumes",
     "Each user volume has one source, an absolute mount path and its own name and path",
-    "RT06 steps 7/9 (code, data, output volumes); Kubernetes volume rules",
+    "RT06 steps 7/9 (code, data, output volumes); KUBE volumes",
 )
 def job_volumes(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     """A volume needs exactly one of host_path or claim; two volumes may not share a name or a
@@ -90,7 +90,7 @@ def topology_release(profile: Profile, f: JobFacts) -> Iterable[Finding]:
 @job_rule(
     "sp-block-size",
     "sp-block divides the job's NPUs into whole logical SuperPoDs",
-    "YAMLCFG sp-block; MindCluster 7.3.0 scheduling guide, Atlas 900 A3 SuperPoD (logical SuperPoDs = NPUs / sp-block)",
+    "YAMLCFG sp-block; HA73-AFFINITY Atlas 900 A3 SuperPoD",
 )
 def sp_block_size(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     """The job's logical SuperPoD count is its NPU total divided by sp-block; a remainder cannot be

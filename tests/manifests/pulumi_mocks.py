@@ -1,5 +1,5 @@
 """One Pulumi mock runtime for every Pulumi test module (set once, before ``components`` is
-imported; ../shared/research/testinfra.md section 6).
+imported).
 
 The monitor records every RegisterResource request as the engine would receive it (parent,
 dependencies, provider reference, retainOnDelete, aliases, custom timeouts, deleteBeforeReplace),

@@ -3,7 +3,7 @@
 AscendJob and Volcano Job custom resources against the upstream CRD schemas in
 ../shared/upstream (skipped, with a message, when that folder is absent).
 
-usage: scripts/check-rendered.py DIR [KUBERNETES_VERSION]
+usage: tests/manifests/check_rendered.py DIR [KUBERNETES_VERSION]   (make demo runs it)
 """
 
 from __future__ import annotations
@@ -15,12 +15,13 @@ from typing import Any, Dict, List, Optional
 import kubernetes_validate
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))  # the test helpers, as pytest imports them
 
-from tests.manifests.crdschema import validate_cr  # noqa: E402
+from manifests.crdschema import validate_cr  # noqa: E402
+from manifests.upstream import upstream_root  # noqa: E402
 
-UPSTREAM = ROOT / ".." / "shared" / "upstream" / "mindcluster" / "v7.3.0"
+UPSTREAM = upstream_root() / "mindcluster" / "v7.3.0"
 CRD_FILES = {
     ("mindxdl.gitee.com", "AscendJob"): ("ascend-operator.yaml", "ascendjobs.mindxdl.gitee.com"),
     ("batch.volcano.sh", "Job"): ("volcano-v1.9.0.yaml", "jobs.batch.volcano.sh"),
