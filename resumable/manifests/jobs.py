@@ -17,7 +17,7 @@ from typing import Dict, List, Optional
 
 from .. import constants as C
 from ..plan.model import ConfigMapPlan, EnvVar, JobPlan, Port, ReplicaPlan, Volume
-from .k8s import Obj, meta
+from .k8s import Obj, host_path, meta, mount
 
 #: Container image pull policy of the training container: the reference is a digest or a pinned tag.
 PULL_POLICY = "IfNotPresent"
@@ -42,10 +42,7 @@ def volume_entry(v: Volume) -> Obj:
     if v.source == "pvc":
         return {"name": v.name, "persistentVolumeClaim": {"claimName": v.claim_name}}
     if v.source == "host_path":
-        hp: Obj = {"path": v.path}
-        if v.host_path_type:
-            hp["type"] = v.host_path_type
-        return {"name": v.name, "hostPath": hp}
+        return host_path(v.name, v.path or "", v.host_path_type or "")
     if v.source == "config_map":
         return {"name": v.name, "configMap": {"name": v.config_map}}
     if v.source == "nfs":
@@ -54,10 +51,7 @@ def volume_entry(v: Volume) -> Obj:
 
 
 def mount_entry(v: Volume) -> Obj:
-    m: Obj = {"name": v.name, "mountPath": v.mount_path}
-    if v.read_only:
-        m["readOnly"] = True
-    return m
+    return mount(v.name, v.mount_path, read_only=v.read_only)
 
 
 def container(job: JobPlan, replica: ReplicaPlan, image: str) -> Obj:
