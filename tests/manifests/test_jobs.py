@@ -283,3 +283,64 @@ def test_profile_text_is_read_from_the_plan_source() -> None:
     objs = build_deployment(load_plan(str(path))).stage("jobs").objects
     cm = next(o for o in objs if o["metadata"]["name"] == "resumable-profile-bert-job-level")
     assert cm["data"]["profile.yaml"] == path.read_text()
+
+
+#: What each example's strategy requires of its job, written from the sources: labels (YAMLCFG;
+#: RT04), env (RTO 表1/表10, RT04 Table 3), ports (RT04, RT05), the reset-config mount (RT01).
+STRATEGY: Dict[str, Dict[str, Any]] = {
+    "job-level-minimal": {
+        "labels": {"fault-scheduling": "grace", "fault-retry-times": "5"},
+        "absent_labels": ["pod-rescheduling"],
+        "env": {"HCCL_ASYNC_ERROR_HANDLING": "1", "RESUME_MODE_ENABLE": "1"},
+        "ports": {"ascendjob-port"},
+        "reset_config": False,
+    },
+    "legacy-6.0-pod-rescheduling": {
+        "labels": {"fault-scheduling": "grace", "fault-retry-times": "5", "pod-rescheduling": "on"},
+        "absent_labels": [],
+        "env": {"RESUME_MODE_ENABLE": "1"},
+        "ports": {"ascendjob-port"},
+        "reset_config": True,
+    },
+    "pytorch-pod-rescheduling": {
+        "labels": {"fault-scheduling": "grace", "fault-retry-times": "3", "pod-rescheduling": "on"},
+        "absent_labels": [],
+        "env": {"HCCL_ASYNC_ERROR_HANDLING": "1", "TASKD_PROCESS_ENABLE": "off"},
+        "ports": {"ascendjob-port", "taskd-port"},
+        "reset_config": True,
+    },
+    "pytorch-process-recovery": {
+        "labels": {"fault-scheduling": "grace", "fault-retry-times": "10"},
+        "absent_labels": ["pod-rescheduling"],
+        "env": {"HCCL_ASYNC_ERROR_HANDLING": "0", "TASKD_PROCESS_ENABLE": "on", "ASCEND_MAX_OP_CACHE_SIZE": "-1"},
+        "ports": {"ascendjob-port", "taskd-port", "ttp-port"},
+        "reset_config": True,
+    },
+    "mindspore-process-recovery": {
+        "labels": {"fault-scheduling": "grace", "fault-retry-times": "10", "framework": "mindspore"},
+        "absent_labels": ["pod-rescheduling"],
+        "env": {"MS_COMPILER_CACHE_ENABLE": "1", "ASCEND_MAX_OP_CACHE_SIZE": "-1", "TASKD_PROCESS_ENABLE": "on"},
+        "ports": {"ascendjob-port", "taskd-port", "ttp-port"},
+        "reset_config": True,
+    },
+}
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_each_job_carries_what_its_strategy_requires(example: str, tmp_path: Path) -> None:
+    want = STRATEGY[example]
+    job = the_job(render(ROOT / "examples" / f"{example}.yaml", tmp_path / "out"))
+    labels = job["metadata"]["labels"]
+    assert {k: labels.get(k) for k in want["labels"]} == want["labels"]
+    assert not [k for k in want["absent_labels"] if k in labels]
+    for pod in pod_specs(job).values():
+        container = pod["containers"][0]
+        env = env_of(container)
+        assert {k: env.get(k) for k in want["env"]} == want["env"]
+        assert {p["name"] for p in container["ports"]} == want["ports"]
+        assert ("/user/restore/reset/config" in mounts_of(pod)) is want["reset_config"]
+        if "fault-retry-times" in labels:
+            assert pod.get("restartPolicy", "Never") == "Never"
+    if job["kind"] == "AscendJob":
+        for spec in job["spec"]["replicaSpecs"].values():
+            assert spec["restartPolicy"] == "Never"
