@@ -5,10 +5,10 @@ Each trial starts the checkpointing training job of the runtime tests (tests/fix
 train_ckpt.py: 2 workers, gloo, a checkpoint every 5 steps), waits for step 12, SIGKILLs rank 1 and
 measures until rank 0 logs its first step of the restarted group. Trials alternate (ABBA) between
 the plan's settings (``--monitor_interval`` of examples/pytorch-process-recovery.yaml) and the
-seed's default (``monitor_interval`` 5 s, seed 恢复时间优化 表2), and each round also measures the
+default (``monitor_interval`` 5 s, RTO 表2), and each round also measures the
 floor: a fresh interpreter importing torch and loading the checkpoint, which any restart pays. The
 detection delay is uniform between 0 and monitor_interval, so single runs mislead: medians of at
-least 10 trials each are printed, with the ratios against the targets (plan <= 0.5 x seed default,
+least 10 trials each are printed, with the ratios against the targets (plan <= 0.5 x default,
 plan <= 2 x floor). The timeline of each run also gives the launcher-measured fault -> restart time.
 
 usage: python benchmarks/recovery_cpu.py [--trials N] [--json]   (needs torch; run from the project)
@@ -35,8 +35,8 @@ sys.path.insert(0, FIXTURES)
 from build_fixtures import cpu_profile  # noqa: E402  (the profile the runtime tests use)
 
 EXAMPLE = os.path.join(ROOT, "examples", "pytorch-process-recovery.yaml")
-SEED_MONITOR_INTERVAL = 5  # seed 恢复时间优化 表2: "不配置该参数时默认为5秒"
-TARGET_VS_SEED, TARGET_VS_FLOOR = 0.5, 2.0
+DEFAULT_MONITOR_INTERVAL = 5  # RTO 表2: "不配置该参数时默认为5秒"
+TARGET_VS_DEFAULT, TARGET_VS_FLOOR = 0.5, 2.0
 FAULT_AT_STEP = 12
 
 
@@ -47,7 +47,7 @@ def plan_monitor_interval() -> int:
     for option in job_plan(load_plan(EXAMPLE)).launcher.options:
         if option.startswith("--monitor_interval="):
             return int(option.split("=", 1)[1])
-    return SEED_MONITOR_INTERVAL
+    return DEFAULT_MONITOR_INTERVAL
 
 
 def jsonl(path: str) -> List[Dict[str, Any]]:
@@ -130,26 +130,26 @@ def main() -> int:
         print("torch is not installed (make test-venv installs torch==2.13.0)", file=sys.stderr)
         return 2
     plan_mi = plan_monitor_interval()
-    settings = {"plan": plan_mi, "seed": SEED_MONITOR_INTERVAL}
-    results: Dict[str, List[Dict[str, float]]] = {"plan": [], "seed": []}
+    settings = {"plan": plan_mi, "default": DEFAULT_MONITOR_INTERVAL}
+    results: Dict[str, List[Dict[str, float]]] = {"plan": [], "default": []}
     floors: List[float] = []
     load_before = os.getloadavg()
     began = time.time()
     for i in range(args.trials):
-        order = ["plan", "seed"] if i % 2 == 0 else ["seed", "plan"]
+        order = ["plan", "default"] if i % 2 == 0 else ["default", "plan"]
         for name in order:
             with tempfile.TemporaryDirectory(prefix="recovery-bench-") as work:
                 results[name].append(trial(settings[name], version, work))
                 if name == order[-1]:
                     floors.append(floor(os.path.join(work, "ckpt")))
         print(
-            "round %d/%d: plan %.2f s, seed default %.2f s, floor %.2f s"
-            % (i + 1, args.trials, results["plan"][-1]["recovery"], results["seed"][-1]["recovery"], floors[-1]),
+            "round %d/%d: plan %.2f s, default %.2f s, floor %.2f s"
+            % (i + 1, args.trials, results["plan"][-1]["recovery"], results["default"][-1]["recovery"], floors[-1]),
             file=sys.stderr,
         )
     med = {k: {m: statistics.median(t[m] for t in v) for m in ("recovery", "restart")} for k, v in results.items()}
     fl = statistics.median(floors)
-    vs_seed = med["plan"]["recovery"] / med["seed"]["recovery"]
+    vs_default = med["plan"]["recovery"] / med["default"]["recovery"]
     vs_floor = med["plan"]["recovery"] / fl
     print(
         "recovery_cpu: torch %s, 2 workers (gloo), %d alternated trials per setting, %.0f s"
@@ -164,22 +164,22 @@ def main() -> int:
     print("  median fault -> first resumed step:")
     for name, label in (
         ("plan", "plan (monitor_interval %d)" % plan_mi),
-        ("seed", "seed default (monitor_interval %d)" % SEED_MONITOR_INTERVAL),
+        ("default", "default (monitor_interval %d)" % DEFAULT_MONITOR_INTERVAL),
     ):
         m = med[name]
         print("    %-36s %6.2f s   (new workers started after %.2f s)" % (label, m["recovery"], m["restart"]))
     print("    %-36s %6.2f s   (fresh interpreter: import torch + load the checkpoint)" % ("floor", fl))
     print(
-        "  plan / seed default = %.2f  (target <= %.1f: %s)"
-        % (vs_seed, TARGET_VS_SEED, "met" if vs_seed <= TARGET_VS_SEED else "NOT met")
+        "  plan / default = %.2f  (target <= %.1f: %s)"
+        % (vs_default, TARGET_VS_DEFAULT, "met" if vs_default <= TARGET_VS_DEFAULT else "NOT met")
     )
     print(
         "  plan / floor        = %.2f  (target <= %.1f: %s)"
         % (vs_floor, TARGET_VS_FLOOR, "met" if vs_floor <= TARGET_VS_FLOOR else "NOT met")
     )
-    restart_ratio = med["plan"]["restart"] / med["seed"]["restart"]
+    restart_ratio = med["plan"]["restart"] / med["default"]["restart"]
     print(
-        "  fault -> workers restarted only: plan / seed default = %.2f (the part --monitor_interval sets)"
+        "  fault -> workers restarted only: plan / default = %.2f (the part --monitor_interval sets)"
         % restart_ratio
     )
     if args.json:

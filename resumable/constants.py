@@ -63,6 +63,8 @@ NAMESPACE_NPU_EXPORTER = "npu-exporter"
 
 # --- training container (YAMLCFG) --------------------------------------------------------------------
 CONTAINER_NAME = "ascend"
+#: terminationGracePeriodSeconds when a pod does not set it (KUBE: Pod lifecycle, termination of Pods)
+K8S_DEFAULT_GRACE_SECONDS = 30
 ASCENDJOB_API_VERSION = "mindxdl.gitee.com/v1"
 ASCENDJOB_KIND = "AscendJob"
 VCJOB_API_VERSION = "batch.volcano.sh/v1alpha1"
@@ -101,7 +103,8 @@ ENV_TASKD_LOG_PATH = "TASKD_LOG_PATH"
 ENV_MASTER_ADDR = "MASTER_ADDR"
 ENV_MS_SCHED_HOST = "MS_SCHED_HOST"
 ENV_RANK = "RANK"
-# what the Ascend Operator injects besides the names above (mindcluster.md 4.3: env.go; ENV Table 2)
+# what the Ascend Operator injects besides the names above (ENV Table 2;
+# MC:component/ascend-operator/pkg/controllers/v1/env.go)
 ENV_MASTER_PORT = "MASTER_PORT"
 ENV_WORLD_SIZE = "WORLD_SIZE"
 ENV_LOCAL_WORLD_SIZE = "LOCAL_WORLD_SIZE"
@@ -127,7 +130,7 @@ RANKTABLE_VOLUME = "ranktable"
 RANKTABLE_MOUNT = "/user/serverid/devindex/config"
 RANKTABLE_HOST_ROOT = "/user/mindx-dl/ranktable"
 LOG_ROOT = "/var/log/mindx-dl"
-#: Job-scoped logs on shared storage: the seed's scripts and samples write TaskD and training logs
+#: Job-scoped logs on shared storage: PLR's scripts and the samples write TaskD and training logs
 #: under /job/code/alllogs/$MINDX_TASK_ID (RT04; MCD Qwen3 train_start.sh).
 JOB_LOG_ROOT = "/job/code/alllogs"
 DRIVER_PATH = "/usr/local/Ascend/driver"
@@ -176,7 +179,8 @@ RUNPY_IMPORTS_KNOWN = (RUNPY_IMPORT_TASKD, RUNPY_IMPORT_MINDX_ELASTIC)
 
 # --- torchrun under the in-container agent ------------------------------------------------------------
 #: --max_restarts when the profile leaves it unset and TaskD or the Elastic Agent runs in the container:
-#: "不配置该参数时默认为32767次" (seed 恢复时间优化 表2); TaskD's patch turns 0 into 32767 (torch_patch.py).
+#: "不配置该参数时默认为32767次" (RTO 表2); TaskD's patch turns 0 into 32767
+#: (MC:component/taskd/taskd/python/adaptor/patch/torch_patch.py).
 MAX_RESTARTS_UNDER_AGENT = 32767
 
 # --- the profile inside the training container (this project's convention) ----------------------------
@@ -193,6 +197,7 @@ PROFILE_FILE_NAME = "profile.yaml"
 ENV_RESUMABLE_EVENTS = "RESUMABLE_EVENTS_SOCKET"
 ENV_RESUMABLE_LAUNCHER_PID = "RESUMABLE_LAUNCHER_PID"
 ENV_RESUMABLE_JIT_COMPILE = "RESUMABLE_JIT_COMPILE"
+ENV_RESUMABLE_COMPILE_AFTER = "RESUMABLE_COMPILE_AFTER"
 ENV_RESUMABLE_ATTEMPT_STORE = "RESUMABLE_ATTEMPT_STORE"
 #: torch's agent-store flag and the per-attempt key prefix MindCluster uses for torch >= 2.6
 #: (HA72-075 rendezvous.py edit; TaskD torch_patch.py)

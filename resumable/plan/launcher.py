@@ -60,7 +60,7 @@ def build_launcher(f: JobFacts) -> LauncherPlan:
         max_restarts = r.max_restarts
         if max_restarts is None and (f.uses_taskd or f.uses_mindx_elastic):
             max_restarts = C.MAX_RESTARTS_UNDER_AGENT
-            notes.append(Note("--max_restarts=%d: the default under the in-container agent" % max_restarts, "seed 表2"))
+            notes.append(Note("--max_restarts=%d: the default under the in-container agent" % max_restarts, "RTO 表2"))
         if max_restarts is not None:
             args.append("--max_restarts=%d" % max_restarts)
         if r.monitor_interval is not None:
@@ -91,7 +91,8 @@ def build_launcher(f: JobFacts) -> LauncherPlan:
             Note(
                 "torch %s: the workers of each restart use PrefixStore('%s<n>') on the agent's store"
                 % (f.torch, C.ATTEMPT_STORE_PREFIX),
-                "HA72-075; torch distributed/rendezvous.py _create_c10d_store; taskd torch_patch.py",
+                "HA72-075; TORCH rendezvous.py _create_c10d_store; "
+                "MC:component/taskd/taskd/python/adaptor/patch/torch_patch.py",
             )
         )
     jit: Optional[bool] = {"binaries": False, "cache": True}.get(job.compile.mode)

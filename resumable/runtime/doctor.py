@@ -33,7 +33,7 @@ VENDOR_IMPORTS = {
     "mindio_acp": "mindio_acp",
     "mindx_elastic": "mindx_elastic",
 }
-#: file systems that are shared storage (ASCEND_CACHE_PATH must be one: seed 恢复时间优化 表10)
+#: file systems that are shared storage (ASCEND_CACHE_PATH must be one: RTO 表10)
 SHARED_FS = ("nfs", "nfs4", "cifs", "smb3", "ceph", "glusterfs", "lustre", "gpfs", "beegfs", "dpc", "virtiofs")
 #: where CANN installs when ASCEND_TOOLKIT_HOME is not set (node-prep.md: <= 8.3 and >= 8.5 layouts)
 CANN_HOMES = ("/usr/local/Ascend/cann", "/usr/local/Ascend/ascend-toolkit/latest")
@@ -127,7 +127,7 @@ def _cache_check(path: str, mountinfo: str) -> Check:
         FAIL,
         wanted,
         "writable, but %s at %s is local" % (kind, point),
-        "Put ASCEND_CACHE_PATH on shared storage (every node then reuses one cache; seed 恢复时间优化 表10).",
+        "Put ASCEND_CACHE_PATH on shared storage (every node then reuses one cache; RTO 表10).",
     )
 
 

@@ -53,7 +53,7 @@ def dist_version(name: str) -> Optional[str]:
 
 
 def torch_run_py() -> Optional[str]:
-    """torch/distributed/run.py of the torch this interpreter imports (the file the seed's sed edits)."""
+    """torch/distributed/run.py of the torch this interpreter imports (the file PLR's sed edits)."""
     torch = package_dir("torch")
     if torch is None:
         return None
@@ -61,7 +61,7 @@ def torch_run_py() -> Optional[str]:
 
 
 def libtaskd_path() -> Optional[str]:
-    """libtaskd.so inside the installed taskd package (the seed: ``pip show taskd`` Location +
+    """libtaskd.so inside the installed taskd package (PLR 适配训练脚本: ``pip show taskd`` Location +
     taskd/python/cython_api/libs/libtaskd.so), or None when taskd is not installed."""
     taskd = package_dir("taskd")
     if taskd is None:
@@ -96,7 +96,7 @@ def check_import(module: str, python: str = sys.executable, env: Optional[Dict[s
 
 
 def find_command(name: str) -> Optional[str]:
-    """A console script such as torchrun as the seed's train_start.sh would run it: the first on PATH,
+    """A console script such as torchrun as PLR's train_start.sh would run it: the first on PATH,
     else the one installed next to this interpreter (a virtualenv that is not activated)."""
     found = shutil.which(name)
     if found:

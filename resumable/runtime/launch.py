@@ -1,10 +1,9 @@
 """What ``resumable launch`` runs on this pod, decided from the plan and the pod's environment.
 
-This replaces the seed's hand-written ``train_start.sh`` + ``manager.py`` (配置进程级别重调度
-适配训练脚本):
+This replaces the hand-written ``train_start.sh`` + ``manager.py`` of PLR 适配训练脚本:
 
 - the environment the plan sets for the training container (recovery switches, compile cache, HCCL);
-- ``LD_PRELOAD`` = the installed taskd's ``libtaskd.so`` (seed: ``pip show taskd`` Location +
+- ``LD_PRELOAD`` = the installed taskd's ``libtaskd.so`` (PLR 适配训练脚本: ``pip show taskd`` Location +
   taskd/python/cython_api/libs/libtaskd.so, prepended to any LD_PRELOAD) when TaskD is used;
 - the TaskD Manager (``init_taskd_manager({"job_id", "node_nums", "proc_per_node"})`` then
   ``start_taskd_manager()``, TASKDAPI 04) only where the plan puts it: PyTorch on ``RANK == 0``
@@ -103,9 +102,11 @@ def _host() -> str:
 
 
 def grace_seconds(job: JobPlan) -> float:
-    """How long children get after SIGTERM before they are killed: the pod's grace period less a
-    margin (10 %, at most 10 s) so the launcher is done before the kubelet kills it."""
-    period = float(job.replicas[0].termination_grace_period_seconds) if job.replicas else 30.0
+    """How long children get after SIGTERM before they are killed: the pod's grace period (Kubernetes'
+    30 s when the plan leaves it unset) less a margin (10 %, at most 10 s), so the launcher is done
+    before the kubelet kills it."""
+    set_period = job.replicas[0].termination_grace_period_seconds if job.replicas else None
+    period = float(C.K8S_DEFAULT_GRACE_SECONDS if set_period is None else set_period)
     return max(1.0, period - min(10.0, period * 0.1))
 
 
@@ -205,7 +206,7 @@ def build_spec(
         else:
             present = [p for p in env.get(C.ENV_LD_PRELOAD, "").split(":") if p]
             value = ":".join([lib] + [p for p in present if p != lib])
-            export(C.ENV_LD_PRELOAD, value, "libtaskd.so of the installed taskd (seed 配置进程级别重调度 适配训练脚本)")
+            export(C.ENV_LD_PRELOAD, value, "libtaskd.so of the installed taskd (PLR 适配训练脚本)")
 
     # 3. run.py must carry the plan's import line, or TaskD / the Elastic Agent silently stays out
     if job.image.runpy_patch and job.launcher.launcher != "msrun":
@@ -234,21 +235,28 @@ def build_spec(
         if tm.where == "rank0":
             rank = need(C.ENV_RANK, "the Ascend Operator injects the pod rank")
             here = rank == "0"
-            manager_reason = "RANK=%s: the TaskD Manager runs only on rank 0 (seed)" % rank
+            manager_reason = "RANK=%s: the TaskD Manager runs only on rank 0 (PLR 适配训练脚本)" % rank
         elif tm.where == "scheduler":
             host, pod_ip = env.get(C.ENV_MS_SCHED_HOST), env.get(C.ENV_POD_IP)
             need(C.ENV_MS_SCHED_HOST, "the Ascend Operator injects it")
             need(C.ENV_POD_IP, "the job template sets it from status.podIP")
             here = host is not None and host == pod_ip
-            manager_reason = "MS_SCHED_HOST=%s, POD_IP=%s: the TaskD Manager runs only where they are equal (seed)" % (
-                host,
-                pod_ip,
+            manager_reason = (
+                "MS_SCHED_HOST=%s, POD_IP=%s: the TaskD Manager runs only where they are equal (PLR 适配训练脚本)"
+                % (
+                    host,
+                    pod_ip,
+                )
             )
         if here:
             if tm.where == "rank0":
                 pod_ip = need(C.ENV_POD_IP, "rank 0 points MASTER_ADDR at it for the TaskD Manager")
                 if pod_ip:
-                    export(C.ENV_MASTER_ADDR, pod_ip, "rank 0 hosts the TaskD Manager: MASTER_ADDR=$POD_IP (seed)")
+                    export(
+                        C.ENV_MASTER_ADDR,
+                        pod_ip,
+                        "rank 0 hosts the TaskD Manager: MASTER_ADDR=$POD_IP (PLR 适配训练脚本)",
+                    )
             job_id = need(tm.job_id_env, "the Ascend Operator injects the job id the TaskD Manager registers")
             config = {"job_id": job_id or "", "node_nums": tm.node_nums, "proc_per_node": tm.proc_per_node}
             manager = [sys.executable, "-m", MANAGER_MODULE, json.dumps(config, sort_keys=True)]
@@ -259,12 +267,14 @@ def build_spec(
     python_path = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != STARTUP_DIR]
     export("PYTHONPATH", os.pathsep.join([STARTUP_DIR, *python_path]), "start-up hook of resumable launch")
     if launcher.jit_compile is not None:
+        after = "torch_npu" if job.framework == "pytorch" else "mindspore"
+        source = "RTO 表9/表10" if job.framework == "pytorch" else "MS-OPCOMPILE"
         export(
             C.ENV_RESUMABLE_JIT_COMPILE,
             "1" if launcher.jit_compile else "0",
-            "torch.npu.set_compile_mode(jit_compile=%s) when torch_npu is imported (seed 恢复时间优化 表9/表10)"
-            % launcher.jit_compile,
+            "%s (%s)" % (launcher.compile_call, source),
         )
+        export(C.ENV_RESUMABLE_COMPILE_AFTER, after, "made right after the training script imports %s" % after)
 
     if launcher.attempt_store_prefix:
         export(

@@ -1,6 +1,6 @@
 """The TaskD Manager as ``resumable launch`` starts it: ``python -m resumable.runtime.taskd_manager CONFIG``.
 
-It is the seed's ``manager.py`` (配置进程级别重调度 适配训练脚本) with the numbers filled in from the
+It is PLR's ``manager.py`` (PLR 适配训练脚本) with the numbers filled in from the
 plan instead of by hand: ``init_taskd_manager({"job_id": $MINDX_TASK_ID, "node_nums": ...,
 "proc_per_node": ...})`` then ``start_taskd_manager()``, which blocks while the job runs (TASKDAPI 04).
 Both return False on failure (e.g. "the libtaskd.so has not been loaded"); this exits 1 then.

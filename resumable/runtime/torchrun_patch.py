@@ -1,7 +1,7 @@
-"""``resumable image patch-torchrun``: the seed's run.py edit, made idempotent, verified and reversible.
+"""``resumable image patch-torchrun``: PLR's run.py edit, made idempotent, verified and reversible.
 
-The seeds patch torch's launcher with sed (配置进程级别重调度 构建镜像:
-``sed -i '/import os/i import taskd.python.adaptor.patch' .../torch/distributed/run.py``; 恢复时间优化
+MindCluster's guides patch torch's launcher with sed (PLR 构建镜像:
+``sed -i '/import os/i import taskd.python.adaptor.patch' .../torch/distributed/run.py``; RTO
 表2: ``import mindx_elastic.api`` before ``import logging``). That sed inserts once per matching line,
 again on every rebuild on top of a patched image, and does nothing at all when torch's run.py has no
 such line (torch 2.13's run.py has no ``import logging``). Here:
@@ -78,7 +78,7 @@ def patched_text(text: str, line: str, anchor: str, others: Sequence[str] = ()) 
                 break
         else:
             raise ResumableError(
-                "has no top-level `%s` line to insert `%s` before (the seed's sed would silently do nothing "
+                "has no top-level `%s` line to insert `%s` before (PLR's and RTO's sed would silently do nothing "
                 "here)" % (anchor, line),
                 None,
                 "This torch release does not match the MindCluster release in the profile: check "

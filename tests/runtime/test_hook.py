@@ -88,3 +88,34 @@ def test_each_restart_attempt_gets_its_own_store_keys() -> None:
     env.pop(C.ENV_RESUMABLE_ATTEMPT_STORE)
     proc = python(code.replace(str(port), str(free_port())), env)
     assert proc.stdout.split() == ["False", "True"], "without the plan's switch torch's own store is used"
+
+
+def test_mindspore_compile_mode_after_import_mindspore(tmp_path: Path) -> None:
+    log = tmp_path / "calls.jsonl"
+    env = clean_env(
+        PYTHONPATH=python_path(Path(STARTUP_DIR), FIXTURES / "mindspore"),
+        RESUMABLE_FIXTURE_LOG=str(log),
+        **{C.ENV_RESUMABLE_JIT_COMPILE: "0", C.ENV_RESUMABLE_COMPILE_AFTER: "mindspore"},
+    )
+    proc = python("import sys; import mindspore; print('torch_npu' in sys.modules)", env)
+    assert proc.returncode == 0, proc.stderr
+    assert read_jsonl(log) and read_jsonl(log)[-1]["call"] == "op_compile" and read_jsonl(log)[-1]["value"] is False
+
+
+def test_the_launcher_asks_for_the_plans_compile_call(tmp_path: Path) -> None:
+    from resumable.api import job_plan, load_plan
+    from resumable.runtime.launch import build_spec
+
+    from .conftest import EXAMPLES
+
+    text = (EXAMPLES / "mindspore-process-recovery.yaml").read_text().replace("mode: default", "mode: binaries")
+    for profile, after in (
+        (write(tmp_path / "ms.yaml", text), "mindspore"),
+        (EXAMPLES / "pytorch-process-recovery.yaml", "torch_npu"),
+    ):
+        job = job_plan(load_plan(str(profile)))
+        spec = build_spec(job, {}, ["x.py"], str(tmp_path))
+        exports = {e.name: e for e in spec.exports}
+        assert exports[C.ENV_RESUMABLE_COMPILE_AFTER].value == after
+        assert exports[C.ENV_RESUMABLE_JIT_COMPILE].value == ("1" if job.launcher.jit_compile else "0")
+        assert job.launcher.compile_call and job.launcher.compile_call in exports[C.ENV_RESUMABLE_JIT_COMPILE].reason

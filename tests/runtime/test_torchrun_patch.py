@@ -54,7 +54,7 @@ def test_replaces_the_elastic_agent_line_on_upgrade_to_taskd() -> None:
 
 
 def test_refuses_when_the_anchor_is_missing() -> None:
-    # torch 2.13's run.py has no `import logging`: the seed's sed would silently do nothing
+    # torch 2.13's run.py has no `import logging`: PLR's and RTO's sed would silently do nothing
     with pytest.raises(ResumableError, match=r"has no top-level `import logging` line"):
         tp.patched_text("import os\n", C.RUNPY_IMPORT_MINDX_ELASTIC, C.RUNPY_ANCHOR_MINDX_ELASTIC)
     with pytest.raises(ResumableError):

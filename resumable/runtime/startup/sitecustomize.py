@@ -8,9 +8,10 @@ Python imports ``sitecustomize`` at start-up, before the training script runs. T
 2. when the plan asks for it (torch >= 2.6), gives each restart attempt's workers their own key
    prefix on the agent's TCPStore once ``torch.distributed.rendezvous`` is imported (the edit
    MindCluster's 7.2 guide makes to rendezvous.py, HA72-075);
-3. when the plan sets a compile mode, calls ``torch.npu.set_compile_mode(jit_compile=...)`` right
-   after the training script imports ``torch_npu`` (seed 恢复时间优化 表9/表10), so user code is not
-   edited and torch_npu is not imported earlier than the script would;
+3. when the plan sets a compile mode, makes the plan's call right after the training script imports
+   the framework's module: ``torch.npu.set_compile_mode(jit_compile=...)`` after ``torch_npu``
+   (RTO 表9/表10), ``mindspore.device_context.ascend.op_tuning.op_compile(...)`` after ``mindspore``
+   (MS-OPCOMPILE); user code is not edited and nothing is imported earlier than the script would;
 4. then runs the ``sitecustomize`` it shadows, if any (Debian and conda Pythons ship one).
 
 It never raises: a broken hook must not stop training. Without the launcher's variables it does
@@ -147,6 +148,14 @@ def _set_compile_mode(jit_compile: bool) -> None:
     npu.set_compile_mode(jit_compile=jit_compile)
 
 
+def _op_compile(jit_compile: bool) -> None:
+    importlib.import_module("mindspore.device_context.ascend.op_tuning").op_compile(jit_compile)
+
+
+#: the module whose import triggers the compile-mode call, and the call (plan.launcher.compile_call)
+_COMPILE_CALLS = {"torch_npu": _set_compile_mode, "mindspore": _op_compile}
+
+
 def _chain() -> None:
     """Run the sitecustomize this file shadows (the next one on sys.path)."""
     path = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
@@ -179,10 +188,10 @@ def _main() -> None:
             ),
         )
     jit = env.get(C.ENV_RESUMABLE_JIT_COMPILE)
-    if jit in ("0", "1") and "torch_npu" not in sys.modules:
-        sys.meta_path.insert(
-            0, _AfterImport("torch_npu", lambda: _set_compile_mode(jit == "1"), "apply the compile mode")
-        )
+    after = env.get(C.ENV_RESUMABLE_COMPILE_AFTER, "torch_npu")
+    call = _COMPILE_CALLS.get(after)
+    if jit in ("0", "1") and call is not None and after not in sys.modules:
+        sys.meta_path.insert(0, _AfterImport(after, lambda: call(jit == "1"), "apply the compile mode"))
 
 
 with contextlib.suppress(Exception):  # never stop a training process
