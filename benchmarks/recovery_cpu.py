@@ -178,10 +178,7 @@ def main() -> int:
         % (vs_floor, TARGET_VS_FLOOR, "met" if vs_floor <= TARGET_VS_FLOOR else "NOT met")
     )
     restart_ratio = med["plan"]["restart"] / med["default"]["restart"]
-    print(
-        "  fault -> workers restarted only: plan / default = %.2f (the part --monitor_interval sets)"
-        % restart_ratio
-    )
+    print("  fault -> workers restarted only: plan / default = %.2f (the part --monitor_interval sets)" % restart_ratio)
     if args.json:
         print(json.dumps({"settings": settings, "trials": results, "floors": floors, "medians": med, "floor": fl}))
     return 0
