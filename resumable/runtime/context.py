@@ -22,7 +22,6 @@ import json
 import os
 import shutil
 import tempfile
-import urllib.parse
 import urllib.request
 from typing import Dict, List, Optional, Set
 
@@ -30,8 +29,9 @@ from .. import __version__
 from ..api import job_plan
 from ..errors import ResumableError
 from ..plan.model import JobPlan, Plan, WheelPlan
+from ..wheelfiles import base_name, is_https
 from . import installed
-from .wheels import filename_parts, normalize, sha256_file, write_wheel
+from .wheels import sha256_file, write_wheel
 
 #: the recipe (a link to images/runtime/Dockerfile in the source tree; a file in an installed package)
 DOCKERFILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "Dockerfile")
@@ -83,32 +83,11 @@ def _claim(out: str) -> Set[str]:
     return set()
 
 
-def _check_wheel_name(wheel: WheelPlan, filename: str, source: str) -> None:
-    parts = filename_parts(filename)
-    if parts is None:
-        raise ResumableError(
-            "is not a wheel file name (PEP 427: name-version-python-abi-platform.whl)",
-            source,
-            "Name the vendor's .whl file as it was shipped.",
-        )
-    dist, version = parts
-    if normalize(dist) != normalize(wheel.name):
-        raise ResumableError(
-            "is a %s wheel, not %s" % (dist, wheel.name),
-            source,
-            "Point image.wheels.%s at the %s wheel." % (wheel.name, wheel.name),
-        )
-    if wheel.version is not None and not installed.same_version(wheel.version, version):
-        raise ResumableError(
-            "is %s %s but the profile says image.%s: %s" % (dist, version, wheel.name, wheel.version),
-            source,
-            "Use the wheel of the version the profile names (the plan's gates depend on it), or fix the version.",
-        )
-
-
 def _copy_checked(src: str, dst: str, limit: int) -> str:
     """Copy a regular file (at most ``limit`` bytes) and return the sha256 of what was copied."""
     try:
+        if not os.path.exists(src):
+            raise FileNotFoundError(src)
         if not os.path.isfile(src):
             raise ResumableError("is not a regular file", src, "Point the profile at the .whl file.")
         if os.path.getsize(src) > limit:
@@ -122,7 +101,7 @@ def _copy_checked(src: str, dst: str, limit: int) -> str:
 
 
 def _download(url: str, dst: str) -> str:
-    if urllib.parse.urlsplit(url).scheme != "https":
+    if not is_https(url):
         raise ResumableError("is not an https URL", url, "Give an https URL or a local file.")
     try:
         with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT) as response, open(dst, "wb") as out:
@@ -147,8 +126,8 @@ def _download(url: str, dst: str) -> str:
 def _fetch_wheel(job: JobPlan, wheel: WheelPlan, wheels_dir: str) -> str:
     where = "jobs[%s].image.wheels.%s" % (job.name, wheel.name)
     if wheel.file is not None:
+        # the file name (distribution, version) is checked by the wheel-declaration rule of the plan
         filename = os.path.basename(wheel.file)
-        _check_wheel_name(wheel, filename, wheel.file)
         digest = _copy_checked(wheel.file, os.path.join(wheels_dir, filename), MAX_WHEEL_BYTES)
         source = wheel.file
     elif wheel.url is not None:
@@ -156,8 +135,7 @@ def _fetch_wheel(job: JobPlan, wheel: WheelPlan, wheels_dir: str) -> str:
             raise ResumableError(
                 "has a url but no sha256", where, "Add the sha256 of the wheel: a download is only used when checked."
             )
-        filename = os.path.basename(urllib.parse.urlsplit(wheel.url).path)
-        _check_wheel_name(wheel, filename, wheel.url)
+        filename = base_name(wheel.url)
         digest = _download(wheel.url, os.path.join(wheels_dir, filename))
         source = wheel.url
     else:

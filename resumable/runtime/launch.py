@@ -177,6 +177,20 @@ def build_spec(
         if (name, environ.get(name)) not in inputs:
             inputs.append((name, environ.get(name)))
 
+    # 0. the operator's view of the job's size against the plan's (a job YAML that drifted from the profile)
+    nodes, per_node = launcher.taskd_manager.node_nums, launcher.taskd_manager.proc_per_node
+    sizes = {
+        "pytorch": ((C.ENV_WORLD_SIZE, nodes * per_node), (C.ENV_LOCAL_WORLD_SIZE, per_node)),
+        "mindspore": ((C.ENV_MS_WORKER_NUM, nodes * per_node), (C.ENV_MS_LOCAL_WORKER, per_node)),
+    }
+    for name, wanted in sizes.get(job.framework, ()):
+        seen = environ.get(name)
+        if seen is not None and seen.strip() != str(wanted):
+            warnings.append(
+                "%s=%s from the Ascend Operator, but the plan has %d nodes x %d processes (%s=%d expected): the "
+                "job YAML and the profile disagree" % (name, seen, nodes, per_node, name, wanted)
+            )
+
     # 1. the container environment of the plan (the job template sets the same; outside one this does)
     for var in plan_env(job):
         if var.value is None:

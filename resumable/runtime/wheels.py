@@ -20,23 +20,14 @@ import re
 import zipfile
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from ..choices import WheelName, values
 from ..errors import ResumableError
+from ..wheelfiles import DISTRIBUTIONS, normalise, parse
 
-#: vendor wheels: installed from files only
-VENDOR_WHEELS: Tuple[str, ...] = values(WheelName)
 #: zip timestamps of the wheels written here (the earliest zip allows): same input, same bytes
 FIXED_DATE = (1980, 1, 1, 0, 0, 0)
-_WHEEL_NAME = re.compile(r"^(?P<dist>[A-Za-z0-9_.]+)-(?P<version>[^-]+)(-\d[^-]*)?-[^-]+-[^-]+-[^-]+\.whl$")
 _REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
-
-
-def normalize(name: str) -> str:
-    """PEP 503 name normalisation: ``mindio_ttp`` == ``mindio-ttp`` == ``Mindio.TTP``."""
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-VENDOR_NORMALIZED = {normalize(n): n for n in VENDOR_WHEELS}
+#: normalised distribution -> the image.wheels key (installed from files only)
+VENDOR_DISTRIBUTIONS = {normalise(dist): name for name, dist in DISTRIBUTIONS.items()}
 
 
 def sha256_file(path: str) -> str:
@@ -48,11 +39,9 @@ def sha256_file(path: str) -> str:
 
 
 def filename_parts(filename: str) -> Optional[Tuple[str, str]]:
-    """(distribution, version) from a wheel file name (PEP 427), None when it is not one."""
-    match = _WHEEL_NAME.match(os.path.basename(filename))
-    if not match:
-        return None
-    return match.group("dist"), match.group("version")
+    """(normalised distribution, version) from a wheel file name (PEP427), None when it is not one."""
+    parsed = parse(filename)
+    return None if parsed is None else (parsed.distribution, parsed.version)
 
 
 def requirement_name(requirement: str) -> Optional[str]:
@@ -88,20 +77,20 @@ def public_requirements(paths: Sequence[str]) -> List[str]:
         parts = filename_parts(path)
         if parts is None:
             raise ResumableError("is not a wheel file name (PEP 427)", path, "Use the vendor's .whl file as is.")
-        given.add(normalize(parts[0]))
+        given.add(parts[0])
     out: List[str] = []
     for path in paths:
         for req in declared_requirements(path):
             name = requirement_name(req)
             if name is None:
                 continue
-            key = normalize(name)
-            if key in VENDOR_NORMALIZED:
+            key = normalise(name)
+            if key in VENDOR_DISTRIBUTIONS:
                 if key not in given:
                     raise ResumableError(
                         "requires %s, a vendor package that must come from a file, not from an index by name" % name,
                         path,
-                        "Add jobs[].image.wheels.%s (file and sha256) to the profile." % VENDOR_NORMALIZED[key],
+                        "Add jobs[].image.wheels.%s (file and sha256) to the profile." % VENDOR_DISTRIBUTIONS[key],
                     )
                 continue
             if req not in out:
@@ -124,7 +113,7 @@ def write_wheel(
     summary: str = "",
 ) -> str:
     """Write a pure-Python ``py3-none-any`` wheel of ``files`` (archive name -> bytes); returns its path."""
-    tag = re.sub(r"[-_.]+", "_", dist)
+    tag = re.sub(r"[-_.]+", "_", dist)  # PEP427 escapes "-" in the file name
     info = "%s-%s.dist-info" % (tag, version)
     meta = ["Metadata-Version: 2.1", "Name: %s" % dist, "Version: %s" % version]
     if summary:

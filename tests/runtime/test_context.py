@@ -146,23 +146,32 @@ def test_a_wrong_checksum_stops_and_leaves_nothing(tmp_path: Path, wheels: Dict[
 
 
 def test_vendor_wheel_mistakes_are_user_errors(tmp_path: Path, wheels: Dict[str, Path]) -> None:
+    # the file names are checked when the profile is planned (rule wheel-declaration), the files here
+    def prepare(profile: Path, out: str) -> None:
+        prepare_context(load_plan(str(profile)), None, str(tmp_path / out))
+
     # a TaskD file given as the MindIO wheel
     profile = image_profile(tmp_path / "a", {"taskd": wheels["taskd"], "mindio_ttp": wheels["taskd"]}, sums=False)
-    with pytest.raises(ResumableError, match=r"is a taskd wheel, not mindio_ttp"):
-        prepare_context(load_plan(str(profile)), None, str(tmp_path / "a-ctx"))
+    with pytest.raises(ResumableError, match=r"is a wheel of taskd, not of mindio_ttp"):
+        prepare(profile, "a-ctx")
     # the wheel's version differs from what the profile says
     other = Path(write_wheel(str(tmp_path / "w"), "taskd", "7.2.0", {"taskd/__init__.py": b""}))
     profile = image_profile(tmp_path / "b", {"taskd": other, "mindio_ttp": wheels["mindio_ttp"]}, sums=False)
-    with pytest.raises(ResumableError, match=r"is taskd 7.2.0 but the profile says image.taskd: 7.3.0"):
-        prepare_context(load_plan(str(profile)), None, str(tmp_path / "b-ctx"))
+    with pytest.raises(ResumableError, match=r"is version 7\.2\.0, image\.taskd says 7\.3\.0"):
+        prepare(profile, "b-ctx")
     # no file at all for a wheel the plan installs
     profile = image_profile(tmp_path / "c", {"taskd": wheels["taskd"]})
     with pytest.raises(ResumableError, match=r"never installed from a package index by name"):
-        prepare_context(load_plan(str(profile)), None, str(tmp_path / "c-ctx"))
+        prepare(profile, "c-ctx")
+    # the declared file is not there
+    profile = image_profile(tmp_path / "e", wheels)
+    (tmp_path / "e" / "wheels" / wheels["taskd"].name).unlink()
+    with pytest.raises(ResumableError, match=r"does not exist"):
+        prepare(profile, "e-ctx")
     # no base image
     profile = image_profile(tmp_path / "d", wheels, base="")
     with pytest.raises(ResumableError, match=r"image.base is not set"):
-        prepare_context(load_plan(str(profile)), None, str(tmp_path / "d-ctx"))
+        prepare(profile, "d-ctx")
 
 
 def test_a_url_needs_a_checksum(tmp_path: Path, wheels: Dict[str, Path]) -> None:

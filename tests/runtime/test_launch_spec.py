@@ -181,6 +181,14 @@ def test_no_profile_is_a_user_error(tmp_path: Path) -> None:
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
+def test_a_job_size_that_differs_from_the_plan_is_named(pod: Dict[str, str]) -> None:
+    env = dict(pod, RANK="1", **dict(POD, WORLD_SIZE="16"))
+    code, out, _ = dry_run(EXAMPLES / "pytorch-process-recovery.yaml", env)
+    assert code == 0
+    assert "# warning: WORLD_SIZE=16 from the Ascend Operator, but the plan has 4 nodes x 8 processes" in out
+    assert "LOCAL_WORLD_SIZE=8 from" not in out
+
+
 def test_a_conflicting_value_in_the_environment_is_named(pod: Dict[str, str]) -> None:
     env = dict(pod, RANK="1", HCCL_ASYNC_ERROR_HANDLING="1", **POD)
     _, out, _ = dry_run(EXAMPLES / "pytorch-process-recovery.yaml", env)
