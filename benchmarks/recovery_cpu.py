@@ -174,7 +174,7 @@ def main() -> int:
         % (vs_default, TARGET_VS_DEFAULT, "met" if vs_default <= TARGET_VS_DEFAULT else "NOT met")
     )
     print(
-        "  plan / floor        = %.2f  (target <= %.1f: %s)"
+        "  plan / floor   = %.2f  (target <= %.1f: %s)"
         % (vs_floor, TARGET_VS_FLOOR, "met" if vs_floor <= TARGET_VS_FLOOR else "NOT met")
     )
     restart_ratio = med["plan"]["restart"] / med["default"]["restart"]
