@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-import yaml
-
 from . import constants as C
+from . import formats as F
+from . import safeyaml
 from .binding import bind, spec
 from .choices import (
     Arch,
@@ -26,6 +26,7 @@ from .choices import (
     JobKind,
     Launcher,
     PullPolicy,
+    ResourceName,
     RestartPolicy,
     Strategy,
     SubHealth,
@@ -34,16 +35,22 @@ from .choices import (
     values,
 )
 from .errors import ProfileError
+from .fileio import PROFILE_MAX_BYTES, read_text, size_text
 
 STRATEGIES = values(Strategy)
+#: Upper bound of the budget's durations: a day (larger figures are typing mistakes and would
+#: overflow the budget's sums).
+DAY = 86400
 
 
 @dataclass
 class Nfs:
     """An NFS export that holds the compile cache, checkpoints and ranktable directories."""
 
-    server: str = field(default="", metadata=spec("NFS server address.", required=True, example="10.0.0.10"))
-    path: str = field(default="", metadata=spec("Exported path on the server.", required=True))
+    server: str = field(
+        default="", metadata=spec("NFS server address.", required=True, example="10.0.0.10", format=F.HOST)
+    )
+    path: str = field(default="", metadata=spec("Exported path on the server.", required=True, format=F.SERVER_PATH))
 
 
 @dataclass
@@ -52,11 +59,14 @@ class Storage:
 
     nfs: Optional[Nfs] = field(default=None, metadata=spec("An NFS export mounted by every pod."))
     storage_class: Optional[str] = field(
-        default=None, metadata=spec("A ReadWriteMany storage class to provision volumes from instead of NFS.")
+        default=None,
+        metadata=spec(
+            "A ReadWriteMany storage class to provision volumes from instead of NFS.", format=F.DNS_SUBDOMAIN
+        ),
     )
-    cache_size: str = field(default="200Gi", metadata=spec("Size of the compile-cache volume."))
-    checkpoint_size: str = field(default="2Ti", metadata=spec("Size of the checkpoint volume."))
-    ranktable_size: str = field(default="1Gi", metadata=spec("Size of the ranktable volume."))
+    cache_size: str = field(default="200Gi", metadata=spec("Size of the compile-cache volume.", format=F.SIZE))
+    checkpoint_size: str = field(default="2Ti", metadata=spec("Size of the checkpoint volume.", format=F.SIZE))
+    ranktable_size: str = field(default="1Gi", metadata=spec("Size of the ranktable volume.", format=F.SIZE))
 
 
 @dataclass
@@ -101,7 +111,10 @@ class Scheduler:
     )
     image_registry: str = field(
         default="",
-        metadata=spec("Registry prefix for MindCluster images; empty = the local names the release YAMLs use."),
+        metadata=spec(
+            "Registry prefix for MindCluster images; empty = the local names the release YAMLs use.",
+            format=F.REGISTRY,
+        ),
     )
     image_pull_policy: Optional[PullPolicy] = field(
         default=None,
@@ -110,11 +123,14 @@ class Scheduler:
             "IfNotPresent for Volcano).",
         ),
     )
-    image_pull_secrets: List[str] = field(default_factory=list, metadata=spec("Names of existing image pull secrets."))
-    resources: Dict[Component, Dict[str, str]] = field(
+    image_pull_secrets: List[str] = field(
+        default_factory=list, metadata=spec("Names of existing image pull secrets.", format=F.DNS_SUBDOMAIN)
+    )
+    resources: Dict[Component, Dict[ResourceName, str]] = field(
         default_factory=dict,
         metadata=spec(
             "Per-component resource overrides, e.g. volcano-scheduler: {cpu: '8', memory: 8Gi}.",
+            format=F.QUANTITY,
         ),
     )
 
@@ -139,6 +155,7 @@ class Cluster:
         metadata=spec(
             "Node label accelerator-type of the compute nodes, e.g. module-910b-8 (Atlas 800T A2), "
             "module-a3-16 (Atlas 800T A3), module-a3-16-super-pod (Atlas 900 A3 SuperPoD).",
+            format=F.LABEL_VALUE,
         ),
     )
     arch: Arch = field(default="aarch64", metadata=spec("CPU architecture."))
@@ -176,11 +193,15 @@ class Wheel:
         metadata=spec(
             "Path of the .whl file on the machine that builds the image (relative to the profile's directory).",
             example="wheels/taskd-7.3.0-py3-none-linux_aarch64.whl",
+            format=F.FILE_PATH,
         ),
     )
-    url: Optional[str] = field(default=None, metadata=spec("https URL of the .whl file (instead of file)."))
+    url: Optional[str] = field(
+        default=None, metadata=spec("https URL of the .whl file (instead of file).", format=F.HTTPS_URL)
+    )
     sha256: Optional[str] = field(
-        default=None, metadata=spec("sha256 of the .whl file (64 hex digits); checked before it is installed.")
+        default=None,
+        metadata=spec("sha256 of the .whl file (64 hex digits); checked before it is installed.", format=F.SHA256),
     )
 
 
@@ -188,8 +209,12 @@ class Wheel:
 class Image:
     """The training image's software."""
 
-    name: Optional[str] = field(default=None, metadata=spec("Training image reference (registry/name:tag)."))
-    base: Optional[str] = field(default=None, metadata=spec("Base image the training image is built from."))
+    name: Optional[str] = field(
+        default=None, metadata=spec("Training image reference (registry/name:tag).", format=F.IMAGE)
+    )
+    base: Optional[str] = field(
+        default=None, metadata=spec("Base image the training image is built from.", format=F.IMAGE)
+    )
     framework: Framework = field(default="pytorch", metadata=spec("Framework."))
     torch: Optional[str] = field(default=None, metadata=spec("PyTorch version.", version=True))
     torch_npu: Optional[str] = field(
@@ -352,11 +377,13 @@ class Compile:
     )
     cache_path: str = field(
         default="/job/op_cache",
-        metadata=spec("ASCEND_CACHE_PATH: where the shared compile cache is mounted."),
+        metadata=spec("ASCEND_CACHE_PATH: where the shared compile cache is mounted.", format=F.CONTAINER_PATH),
     )
     max_op_cache_size: Optional[int] = field(
         default=None,
-        metadata=spec("ASCEND_MAX_OP_CACHE_SIZE; null = -1 on shared storage (seed 表10).", minimum=-1),
+        metadata=spec(
+            "ASCEND_MAX_OP_CACHE_SIZE; null = -1 on shared storage (seed 表10).", minimum=-1, maximum=2**31 - 1
+        ),
     )
     mindspore_graph_cache: bool = field(
         default=False, metadata=spec("MindSpore graph cache (MS_COMPILER_CACHE_ENABLE) on shared storage.")
@@ -367,7 +394,10 @@ class Compile:
 class Checkpoint:
     """Checkpoints: where, how often, dying-gasp dump and MindIO ACP."""
 
-    path: str = field(default="/job/ckpt", metadata=spec("Checkpoint directory inside the pods (shared storage)."))
+    path: str = field(
+        default="/job/ckpt",
+        metadata=spec("Checkpoint directory inside the pods (shared storage).", format=F.CONTAINER_PATH),
+    )
     interval_minutes: float = field(
         default=60.0, metadata=spec("Minutes between periodic checkpoints.", minimum=0.1, maximum=100000)
     )
@@ -378,7 +408,7 @@ class Checkpoint:
     mindio_acp: bool = field(default=False, metadata=spec("MindIO ACP asynchronous checkpointing (RT05)."))
     load_seconds: Optional[float] = field(
         default=None,
-        metadata=spec("Measured checkpoint load time for the budget; null = estimate.", minimum=0),
+        metadata=spec("Measured checkpoint load time for the budget; null = estimate.", minimum=0, maximum=DAY),
     )
 
 
@@ -386,16 +416,17 @@ class Checkpoint:
 class Budget:
     """Estimates the recovery-time budget starts from; measured values beat defaults."""
 
-    step_seconds: float = field(default=10.0, metadata=spec("Seconds per training step.", minimum=0.001))
+    step_seconds: float = field(default=10.0, metadata=spec("Seconds per training step.", minimum=0.001, maximum=DAY))
     compile_seconds: float = field(
-        default=600.0, metadata=spec("Cold operator compile time after a restart, in seconds.", minimum=0)
+        default=600.0,
+        metadata=spec("Cold operator compile time after a restart, in seconds.", minimum=0, maximum=DAY),
     )
     comm_init_seconds: Optional[float] = field(
         default=None,
-        metadata=spec("Collective-communication init time; null = estimate from scale.", minimum=0),
+        metadata=spec("Collective-communication init time; null = estimate from scale.", minimum=0, maximum=DAY),
     )
     pod_start_seconds: float = field(
-        default=120.0, metadata=spec("Seconds to pull/start one training pod on a node.", minimum=0)
+        default=120.0, metadata=spec("Seconds to pull/start one training pod on a node.", minimum=0, maximum=DAY)
     )
 
 
@@ -416,7 +447,9 @@ class Job:
         default="torchrun",
         metadata=spec("Launcher."),
     )
-    script: str = field(default="train.py", metadata=spec("Training entry script the launcher starts."))
+    script: str = field(
+        default="train.py", metadata=spec("Training entry script the launcher starts.", format=F.FILE_PATH)
+    )
     script_args: List[str] = field(default_factory=list, metadata=spec("Arguments of the training script."))
     ranktable: bool = field(
         default=False,
@@ -438,11 +471,15 @@ class Job:
     )
     env: Dict[str, str] = field(
         default_factory=dict,
-        metadata=spec("Extra container environment (checked against what the plan sets)."),
+        metadata=spec(
+            "Extra container environment (checked against what the plan sets); values may span lines.",
+            key_format=F.ENV_NAME,
+            multiline=True,
+        ),
     )
     schedule_policy: Optional[str] = field(
         default=None,
-        metadata=spec("Annotation huawei.com/schedule_policy, e.g. chip8-node8 (VCAPI Table 3)."),
+        metadata=spec("Annotation huawei.com/schedule_policy, e.g. chip8-node8 (VCAPI Table 3).", format=F.TOKEN),
     )
 
 
@@ -458,33 +495,36 @@ class Profile:
         default_factory=list,
         metadata=spec(
             "Ids of warning rules you have read and accept for this profile; an acknowledged warning is "
-            "listed as a plan note and no longer fails `validate --strict`."
+            "listed as a plan note and no longer fails `validate --strict`.",
+            format=F.TOKEN,
         ),
     )
 
 
 def load_profile(path: str) -> Profile:
-    """Read and bind a profile file; every failure is a :class:`ProfileError` naming the file."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except FileNotFoundError:
-        raise ProfileError("no such file", path, "Check the path (see examples/ for profiles).") from None
-    except IsADirectoryError:
-        raise ProfileError("is a directory, not a profile file", path, "Name a .yaml file.") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ProfileError("cannot be read (%s)" % exc, path, "Check the file's permissions and encoding.") from None
+    """Read and bind a profile file; every failure is a :class:`ProfileError` naming the file.
+
+    Only a regular file of at most :data:`~resumable.fileio.PROFILE_MAX_BYTES` is read (a FIFO or
+    a device is refused at once, never waited on)."""
+    text = read_text(
+        path,
+        what="profile",
+        limit=PROFILE_MAX_BYTES,
+        error=ProfileError,
+        fix="Name a profile .yaml file (see examples/)",
+    )
     return parse_profile(text, path)
 
 
 def parse_profile(text: str, source: str = "<profile>") -> Profile:
-    try:
-        data: Any = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = source if mark is None else "%s line %d column %d" % (source, mark.line + 1, mark.column + 1)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ProfileError("is not valid YAML (%s)" % problem, where, "Fix the YAML syntax there.") from None
+    """Bind profile text (YAML) read from ``source``; see :mod:`resumable.safeyaml` for the limits."""
+    if len(text) > PROFILE_MAX_BYTES:
+        raise ProfileError(
+            "is %d characters; a profile is at most %s" % (len(text), size_text(PROFILE_MAX_BYTES)),
+            source,
+            "Split it or remove what is not a profile",
+        )
+    data: Any = safeyaml.load(text, source, safeyaml.PROFILE, ProfileError, "Fix the YAML there")
     if data is None:
         raise ProfileError("is empty", source, "Start from a file in examples/.")
     try:
