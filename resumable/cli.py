@@ -18,7 +18,7 @@ import yaml
 from . import __version__
 from .api import counts, failing, load_plan
 from .binding import json_schema
-from .errors import ResumableError, shown
+from .errors import ResumableError, for_people, shown
 from .fileio import Terminated
 from .plan import build_plan
 from .plan.text import render_text
@@ -31,7 +31,7 @@ EXIT_OK, EXIT_INVALID, EXIT_INTERNAL = 0, 2, 3
 
 def _print_violations(violations: Sequence[Violation], out: TextIO) -> None:
     for v in violations:
-        print("  " + format_violation(v), file=out)
+        print("  " + for_people(format_violation(v)), file=out)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -52,7 +52,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             print("OK %s: %s" % (path, counts(plan.violations)))
         _print_violations(plan.violations, sys.stderr)
         for note in plan.notes:
-            print("  NOTE %s (source: %s)" % (note.text, note.source), file=sys.stderr)
+            print(for_people("  NOTE %s (source: %s)" % (note.text, note.source)), file=sys.stderr)
     return worst
 
 

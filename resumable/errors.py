@@ -40,6 +40,21 @@ def shown(value: Any, limit: int = SHOWN_LIMIT) -> str:
     return "%s... (%d characters)" % (text[: limit - 3], size)
 
 
+#: A run of 200 characters without white space in a message is a value, not prose; it is cut.
+_LONG_RUN = re.compile(r"\S{200,}")
+
+
+def for_people(text: str) -> str:
+    """``text`` fit for a terminal: control characters escaped, and any run of 200 or more
+    characters without a space (a value someone pasted, not a file name) cut to its
+    first 100 characters, so a 5 MB value cannot flood the screen."""
+
+    def cut(m: re.Match[str]) -> str:
+        return "%s... (%d characters)" % (m.group(0)[:100], len(m.group(0)))
+
+    return _LONG_RUN.sub(cut, escape_controls(text))
+
+
 class ResumableError(Exception):
     """Base class: every subclass renders to a single readable paragraph."""
 
@@ -57,8 +72,8 @@ class ResumableError(Exception):
             text = "%s: %s" % (self.where, text)
         if self.fix:
             text = "%s. %s" % (text.rstrip("."), self.fix)
-        # One paragraph whatever a file name or a value contains.
-        return escape_controls(text)
+        # One paragraph, of readable length, whatever a file name or a value contains.
+        return for_people(text)
 
 
 class ProfileError(ResumableError):

@@ -306,6 +306,7 @@ class Recovery:
         metadata=spec(
             "Annotation recover-strategy: process-level strategies, any of retry, recover, "
             "recover-in-place, elastic-training, dump, exit (seed 配置进程级别重调度).",
+            format=F.TOKEN,
         ),
     )
     watchdog: AutoOnOff = field(

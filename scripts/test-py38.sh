@@ -94,7 +94,8 @@ for req in "hypothesis<6.114" "jsonschema<4.24"; do
 done
 
 tests=()
-for t in tests/test_versions.py tests/test_rules.py tests/test_plan.py tests/test_cli.py tests/test_property.py; do
+for t in tests/test_versions.py tests/test_rules.py tests/test_plan.py tests/test_cli.py tests/test_property.py \
+    tests/test_adversarial.py; do
     if [ -e "$t" ]; then
         tests+=("$t")
     else
