@@ -95,7 +95,7 @@ done
 
 tests=()
 for t in tests/test_versions.py tests/test_rules.py tests/test_plan.py tests/test_cli.py tests/test_property.py \
-    tests/test_adversarial.py; do
+    tests/test_adversarial.py tests/test_formats.py; do
     if [ -e "$t" ]; then
         tests+=("$t")
     else

@@ -104,6 +104,42 @@ def test_failure_keeps_the_old_directory(tmp_path: Path, monkeypatch: Any) -> No
     assert sorted(os.listdir(tmp_path)) == ["out"]
 
 
+@pytest.mark.parametrize("failing_call", [1, 2])
+def test_a_failed_swap_restores_the_previous_output(tmp_path: Path, monkeypatch: Any, failing_call: int) -> None:
+    """The swap is two renames (old output aside, staging into place); whichever fails, the
+    previous output is back where it was and neither the staging nor the set-aside copy remains."""
+
+    out = tmp_path / "out"
+    first = write_stack(objects(), out)
+    before = {p.name: p.read_bytes() for p in first}
+    calls = {"n": 0}
+    real_rename = os.rename
+
+    def rename(src: str, dst: str) -> None:
+        calls["n"] += 1
+        if calls["n"] == failing_call:
+            raise OSError(28, "No space left on device")
+        real_rename(src, dst)
+
+    monkeypatch.setattr(os, "rename", rename)
+    with pytest.raises(OutputError, match="No space left on device"):
+        write_stack(objects(), out)
+    monkeypatch.undo()
+    assert {p.name: p.read_bytes() for p in out.glob("*.yaml")} == before
+    assert sorted(os.listdir(tmp_path)) == ["out"]
+
+
+def test_a_failed_write_removes_the_parents_it_created(tmp_path: Path, monkeypatch: Any) -> None:
+
+    def chmod(*args: Any) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, "chmod", chmod)
+    with pytest.raises(OutputError, match="Input/output error"):
+        write_stack(objects(), tmp_path / "a" / "b" / "out")
+    assert os.listdir(tmp_path) == []
+
+
 def test_refuses_a_file_as_output(tmp_path: Path) -> None:
     target = tmp_path / "out"
     target.write_text("not a directory")
