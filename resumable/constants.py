@@ -1,9 +1,9 @@
 """Names MindCluster reads: labels, annotations, env vars, ports, paths, users.
 
 Everything else in the project (Pulumi components, Ansible roles, the runtime image, tests)
-imports these; none of them types a MindCluster name again. Sources as in
-``shared/research/mindcluster.md`` (YAMLCFG = job YAML field reference, RT04 = fault handling
-policies, ENV = environment variable reference, INST01 = preparing for installation).
+imports these; none of them types a MindCluster name again. Sources are codes of
+:mod:`resumable.sources` (docs/sources.md): YAMLCFG = job YAML field reference, RT04 = fault
+handling policies, ENV = environment variable reference, INST01 = preparing for installation.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ NAMESPACE_NPU_EXPORTER = "npu-exporter"
 # --- training container (YAMLCFG) --------------------------------------------------------------------
 CONTAINER_NAME = "ascend"
 
-# --- environment variables (ENV; RT04; RT05; seeds) -------------------------------------------------------
+# --- environment variables (ENV; RT04; RT05; RTO; PLR) -------------------------------------------------------
 ENV_HCCL_ASYNC_ERROR_HANDLING = "HCCL_ASYNC_ERROR_HANDLING"
 ENV_RESUME_MODE_ENABLE = "RESUME_MODE_ENABLE"
 ENV_TASKD_PROCESS_ENABLE = "TASKD_PROCESS_ENABLE"
@@ -88,7 +88,7 @@ ENV_MS_SCHED_HOST = "MS_SCHED_HOST"
 ENV_RANK = "RANK"
 
 # --- paths --------------------------------------------------------------------------------------------
-#: libtaskd.so inside the taskd wheel (seed 配置进程级别重调度 适配训练脚本).
+#: libtaskd.so inside the taskd wheel (PLR 适配训练脚本).
 LIBTASKD_RELATIVE = "taskd/python/cython_api/libs/libtaskd.so"
 #: RankTable: volume must be named "ranktable"; the operator writes hccl.json into the host dir.
 RANKTABLE_VOLUME = "ranktable"
@@ -118,12 +118,12 @@ UID_HWHIAI = 1000
 USER_HWMINDX = "hwMindX"
 UID_HWMINDX = 9000
 
-# --- run.py patches (seeds) ---------------------------------------------------------------------------
+# --- run.py patches (RTO; PLR) --------------------------------------------------------------------------
 #: TaskD from 7.3.0: `sed -i '/import os/i import taskd.python.adaptor.patch' .../torch/distributed/run.py`
-#: (seed 配置进程级别重调度 构建镜像)
+#: (PLR 构建镜像)
 RUNPY_IMPORT_TASKD = "import taskd.python.adaptor.patch"
 RUNPY_ANCHOR_TASKD = "import os"
-#: Elastic Agent up to 7.2: `sed -i '/import logging/i import mindx_elastic.api' ...` (seed 恢复时间优化 表2)
+#: Elastic Agent up to 7.2: `sed -i '/import logging/i import mindx_elastic.api' ...` (RTO 表2)
 RUNPY_IMPORT_MINDX_ELASTIC = "import mindx_elastic.api"
 RUNPY_ANCHOR_MINDX_ELASTIC = "import logging"
 

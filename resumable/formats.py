@@ -20,7 +20,6 @@ import ipaddress
 import posixpath
 import re
 from typing import Callable, Dict, NamedTuple, Optional
-from urllib.parse import urlsplit
 
 from .errors import shown
 
@@ -30,7 +29,6 @@ _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _LABEL_VALUE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _HOST_LABEL = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?")
-_SHA256 = re.compile(r"[0-9a-fA-F]{64}")
 
 # --- Kubernetes quantities (apimachinery resource.Quantity) -------------------------------------------
 
@@ -167,21 +165,6 @@ def _registry(value: str) -> Optional[str]:
     return None
 
 
-def _https_url(value: str) -> Optional[str]:
-    if not value:
-        return "is empty"
-    if len(value) > 2048:
-        return "is %d characters long (at most 2048)" % len(value)
-    try:
-        parts = urlsplit(value)
-        parts.port  # noqa: B018 (raises ValueError for a bad port)
-    except ValueError:
-        return "%s is not a URL" % shown(value)
-    if parts.scheme != "https" or not parts.hostname or any(c.isspace() for c in value):
-        return "%s is not an https:// URL" % shown(value)
-    return None
-
-
 def _token(value: str) -> Optional[str]:
     if not value:
         return "is empty"
@@ -204,8 +187,6 @@ SERVER_PATH = "server-path"
 FILE_PATH = "file-path"
 IMAGE = "image"
 REGISTRY = "registry"
-HTTPS_URL = "https-url"
-SHA256 = "sha256"
 TOKEN = "token"
 
 _QUANTITY_PATTERN = r"^[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([KMGTPE]i|[mkMGTPE]|[eE][+-]?[0-9]+)?$"
@@ -280,10 +261,6 @@ FORMATS: Dict[str, Format] = {
             _IMAGE_MAX,
         ),
         Format(REGISTRY, "a registry prefix such as registry.example.com/mindx, or empty", _registry, None, 255),
-        Format(HTTPS_URL, "an https:// URL", _https_url, r"^https://\S+$", 2048),
-        Format(
-            SHA256, "64 hexadecimal digits", _regex_check(_SHA256, 64, "a sha256 (64 hex digits)"), "^[0-9a-fA-F]{64}$"
-        ),
         Format(TOKEN, "a word without white space", _token, r"^\S+$", 253),
     ]
 }

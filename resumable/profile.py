@@ -45,7 +45,11 @@ DAY = 86400
 
 @dataclass
 class Nfs:
-    """An NFS export that holds the compile cache, checkpoints and ranktable directories."""
+    """An NFS export that holds the compile cache, checkpoints and ranktable directories.
+
+    The ranktable needs no volume of its own: every node mounts <path>/ranktable at
+    /user/mindx-dl/ranktable (plan.nodes.shared_mounts), where the Ascend Operator writes hccl.json
+    and the training pods read it through a hostPath volume (INST08; RT06)."""
 
     server: str = field(
         default="", metadata=spec("NFS server address.", required=True, example="10.0.0.10", format=F.HOST)
@@ -55,7 +59,8 @@ class Nfs:
 
 @dataclass
 class Storage:
-    """Shared storage for the compile cache, checkpoints and the ranktable (give nfs or storage_class)."""
+    """Shared storage for the compile caches and checkpoints (give nfs or storage_class); RankTable
+    mode needs nfs (the nodes mount its ranktable directory)."""
 
     nfs: Optional[Nfs] = field(default=None, metadata=spec("An NFS export mounted by every pod."))
     storage_class: Optional[str] = field(
@@ -64,9 +69,15 @@ class Storage:
             "A ReadWriteMany storage class to provision volumes from instead of NFS.", format=F.DNS_SUBDOMAIN
         ),
     )
-    cache_size: str = field(default="200Gi", metadata=spec("Size of the compile-cache volume.", format=F.SIZE))
+    cache_size: str = field(
+        default="200Gi",
+        metadata=spec(
+            "Size of the compile-cache volume (a storage-class claim's request; informational for NFS, "
+            "where Kubernetes does not enforce capacity, KUBE PersistentVolumes).",
+            format=F.SIZE,
+        ),
+    )
     checkpoint_size: str = field(default="2Ti", metadata=spec("Size of the checkpoint volume.", format=F.SIZE))
-    ranktable_size: str = field(default="1Gi", metadata=spec("Size of the ranktable volume.", format=F.SIZE))
 
 
 @dataclass
@@ -81,7 +92,7 @@ class Scheduler:
         default=900,
         metadata=spec(
             "Volcano init-param grace-over-time: seconds a faulty pod may take to stop gracefully "
-            "before it is force-deleted (INST05 Table 3).",
+            "before it is force-deleted (INST05 Table 3, range 2 to 3600).",
             minimum=C.RANGE_GRACE_OVER_TIME[0],
             maximum=C.RANGE_GRACE_OVER_TIME[1],
         ),
@@ -96,7 +107,7 @@ class Scheduler:
     list_watch_period: int = field(
         default=5,
         metadata=spec(
-            "Device plugin -listWatchPeriod in seconds (INST04; RT07).",
+            "Device plugin -listWatchPeriod in seconds (INST04 Table 3, range 3 to 1800; RT07).",
             minimum=C.RANGE_LIST_WATCH_PERIOD[0],
             maximum=C.RANGE_LIST_WATCH_PERIOD[1],
         ),
@@ -104,7 +115,7 @@ class Scheduler:
     report_interval: int = field(
         default=5,
         metadata=spec(
-            "NodeD -reportInterval in seconds (INST09; RT07).",
+            "NodeD -reportInterval in seconds (INST09, range 1 to 300; RT07).",
             minimum=C.RANGE_REPORT_INTERVAL[0],
             maximum=C.RANGE_REPORT_INTERVAL[1],
         ),
@@ -169,7 +180,12 @@ class Cluster:
         metadata=spec("Training pods use the host network (recommended above about 1000 nodes, YAMLCFG)."),
     )
     hdk: Optional[str] = field(
-        default=None, metadata=spec("NPU driver/firmware (HDK) version on the nodes.", version=True)
+        default=None,
+        metadata=spec(
+            "NPU driver/firmware (HDK) version the nodes must run, e.g. 25.0.rc1.1; the node roles read "
+            "it from plan.nodes.hdk; null = not pinned.",
+            version=True,
+        ),
     )
     reserve_taskd_ports: Optional[bool] = field(
         default=None,
@@ -185,23 +201,27 @@ class Wheel:
     """A vendor wheel file for the training image: a local file or an https URL, with its sha256.
 
     TaskD, MindIO and mindx_elastic are never installed from a package index by name: public
-    projects with those names exist (seed 配置进程级别重调度 构建镜像 installs "TaskD whl安装包的路径").
+    projects with those names exist (PLR 构建镜像 installs "TaskD whl安装包的路径"). `validate` and
+    `plan` check what the declaration says (an https URL, a 64-digit sha256, a file name whose
+    distribution and version match); they do not look for the file, since a profile is often
+    validated on a machine without the wheels: `resumable image context` checks that the file
+    exists and matches its sha256 when it builds the image.
     """
 
     file: Optional[str] = field(
         default=None,
         metadata=spec(
-            "Path of the .whl file on the machine that builds the image (relative to the profile's directory).",
+            "Path of the .whl file on the machine that builds the image (relative to the profile's "
+            "directory); its name must carry the wheel's distribution and version (PEP427).",
             example="wheels/taskd-7.3.0-py3-none-linux_aarch64.whl",
             format=F.FILE_PATH,
         ),
     )
     url: Optional[str] = field(
-        default=None, metadata=spec("https URL of the .whl file (instead of file).", format=F.HTTPS_URL)
+        default=None, metadata=spec("https URL of the .whl file (instead of file); give sha256 with it.")
     )
     sha256: Optional[str] = field(
-        default=None,
-        metadata=spec("sha256 of the .whl file (64 hex digits); checked before it is installed.", format=F.SHA256),
+        default=None, metadata=spec("sha256 of the .whl file (64 hex digits); checked before it is installed.")
     )
 
 
@@ -210,7 +230,12 @@ class Image:
     """The training image's software."""
 
     name: Optional[str] = field(
-        default=None, metadata=spec("Training image reference (registry/name:tag).", format=F.IMAGE)
+        default=None,
+        metadata=spec(
+            "Training image reference (registry/name:tag) the job templates run (plan.jobs[].image.name); "
+            "null = the deployment builds and names it.",
+            format=F.IMAGE,
+        ),
     )
     base: Optional[str] = field(
         default=None, metadata=spec("Base image the training image is built from.", format=F.IMAGE)
@@ -220,15 +245,17 @@ class Image:
     torch_npu: Optional[str] = field(
         default=None,
         metadata=spec(
-            "torch_npu version: the pip version (2.1.0.post8) or the FrameworkPTAdapter release (6.0.RC3).",
+            "torch_npu version: the pip version (2.1.0.post8) or the FrameworkPTAdapter release (6.0.RC3); "
+            "a pip version is looked up in the published version table (PTA, docs/rules.md).",
             version=True,
         ),
     )
     framework_pt_adapter: Optional[str] = field(
         default=None,
         metadata=spec(
-            "FrameworkPTAdapter release of torch_npu (6.0.RC3, 7.3.0); needed for the watchdog and "
-            "Parallel Store gates when torch_npu is given as a pip version.",
+            "FrameworkPTAdapter release of torch_npu (6.0.RC3, 7.3.0); needed for the watchdog, "
+            "Parallel Store and RankTable gates only when torch_npu is a pip version the published "
+            "table does not list; must agree with the table otherwise (PTA).",
             version=True,
         ),
     )
@@ -252,7 +279,8 @@ class Image:
         default_factory=dict,
         metadata=spec(
             "The vendor wheel files the image recipe installs, by name (taskd, mindio_ttp, mindio_acp, "
-            "mindx_elastic); each a file or URL with an optional sha256."
+            "mindx_elastic); each a file or an https URL with an optional sha256. Every declared wheel "
+            "is installed; the ones the recovery settings need must be declared (PLR 构建镜像)."
         ),
     )
 
@@ -272,7 +300,8 @@ class Hccl:
     exec_timeout: Optional[int] = field(
         default=None,
         metadata=spec(
-            "HCCL_EXEC_TIMEOUT in seconds, 0 = never; null = CANN default (1836 on A2) (HA-CANN-EXEC).",
+            "HCCL_EXEC_TIMEOUT in seconds, 0 = never; null = CANN default (1836 on A2) (HA-CANN-EXEC). "
+            "The upper bound 2147483647 is this project's limit (PROJECT).",
             minimum=0,
             maximum=2147483647,
         ),
@@ -286,14 +315,15 @@ class Recovery:
     fault_scheduling: FaultScheduling = field(
         default="grace",
         metadata=spec(
-            "Label fault-scheduling: grace (graceful delete, then force after grace-over-time), force, "
-            "or off (no resumable training) (YAMLCFG; RT04).",
+            "Label fault-scheduling: grace (graceful delete, then force after grace-over-time), force "
+            "(immediate delete; not with the host network), or off (no resumable training) (YAMLCFG; RT04).",
         ),
     )
     fault_retry_times: Optional[int] = field(
         default=None,
         metadata=spec(
-            "Label fault-retry-times: unconditional retries on service-plane faults; null = unset.",
+            "Label fault-retry-times: unconditional retries on service-plane faults; null = unset "
+            "(K8S Pod labels table, range 0 to 100).",
             minimum=0,
             maximum=100,
         ),
@@ -305,27 +335,35 @@ class Recovery:
         default_factory=list,
         metadata=spec(
             "Annotation recover-strategy: process-level strategies, any of retry, recover, "
-            "recover-in-place, elastic-training, dump, exit (seed 配置进程级别重调度).",
+            "recover-in-place, elastic-training, dump, exit (PLR 准备任务YAML).",
             format=F.TOKEN,
         ),
     )
     watchdog: AutoOnOff = field(
         default="auto",
         metadata=spec(
-            "Watchdog fault detection: auto (on where supported and allowed), on, off (seed 恢复时间优化 表1).",
+            "Watchdog fault detection: auto (on where the image supports it and no process-level "
+            "strategy forbids it; left at the vendor default when support is unknown), on, off (RTO 表1).",
         ),
     )
     max_restarts: Optional[int] = field(
         default=None,
         metadata=spec(
-            "torchrun --max_restarts: faults tolerated inside the container; null = 32767 (seed 表2).",
+            "torchrun --max_restarts: faults tolerated inside the container, an integer; null = the TaskD "
+            "default 32767 (RTO 表2). The range 0 to 32767 is this project's limit (PROJECT). torchrun "
+            "only: msrun has no such option (MS-MSRUN).",
             minimum=0,
             maximum=32767,
         ),
     )
     monitor_interval: Optional[int] = field(
         default=None,
-        metadata=spec("torchrun --monitor_interval in seconds; null = 5 (seed 表2).", minimum=1, maximum=3600),
+        metadata=spec(
+            "torchrun --monitor_interval in seconds, an integer; null = 5 (RTO 表2). The range 1 to 3600 is "
+            "this project's limit (PROJECT). torchrun only: msrun has no such option (MS-MSRUN).",
+            minimum=1,
+            maximum=3600,
+        ),
     )
     sub_health: SubHealth = field(
         default="ignore",
@@ -335,7 +373,11 @@ class Recovery:
     )
     wait_reschedule_timeout: Optional[int] = field(
         default=None,
-        metadata=spec("Annotation wait-reschedule-timeout in seconds; null = 270 (RT04).", minimum=30, maximum=270),
+        metadata=spec(
+            "Annotation wait-reschedule-timeout in seconds; null = 270 (YAMLCFG, range 30 to 270).",
+            minimum=30,
+            maximum=270,
+        ),
     )
     graceful: bool = field(
         default=False,
@@ -350,7 +392,8 @@ class Recovery:
     termination_grace_period: int = field(
         default=600,
         metadata=spec(
-            "Pod terminationGracePeriodSeconds; must stay below Volcano grace-over-time (YAMLCFG).",
+            "Pod terminationGracePeriodSeconds; must stay below Volcano grace-over-time (YAMLCFG). The "
+            "range 0 to 86400 is this project's limit (PROJECT).",
             minimum=0,
             maximum=86400,
         ),
@@ -361,7 +404,7 @@ class Recovery:
     )
     ttp_port: Optional[int] = field(
         default=8000,
-        metadata=spec("MindIO TTP controller port (TTP_PORT, port ttp-port).", minimum=1, maximum=65535),
+        metadata=spec("MindIO TTP controller port (TTP_PORT, port ttp-port; RT06).", minimum=1, maximum=65535),
     )
 
 
@@ -373,21 +416,28 @@ class Compile:
         default="default",
         metadata=spec(
             "binaries (jit_compile=False), cache (jit_compile=True + ASCEND_CACHE_PATH on shared storage), "
-            "or default (seed 恢复时间优化 表9/表10).",
+            "or default (RTO 表9/表10). On MindSpore (2.5.0+) the launcher calls op_compile(False/True) "
+            "instead of torch.npu.set_compile_mode (MS-OPCOMPILE).",
         ),
     )
     cache_path: str = field(
         default="/job/op_cache",
-        metadata=spec("ASCEND_CACHE_PATH: where the shared compile cache is mounted.", format=F.CONTAINER_PATH),
+        metadata=spec(
+            "ASCEND_CACHE_PATH: where the shared compile cache is mounted (RTO 表10).", format=F.CONTAINER_PATH
+        ),
     )
     max_op_cache_size: Optional[int] = field(
         default=None,
         metadata=spec(
-            "ASCEND_MAX_OP_CACHE_SIZE; null = -1 on shared storage (seed 表10).", minimum=-1, maximum=2**31 - 1
+            "ASCEND_MAX_OP_CACHE_SIZE; null = -1 on shared storage (RTO 表10).", minimum=-1, maximum=2**31 - 1
         ),
     )
     mindspore_graph_cache: bool = field(
-        default=False, metadata=spec("MindSpore graph cache (MS_COMPILER_CACHE_ENABLE) on shared storage.")
+        default=False,
+        metadata=spec(
+            "MindSpore graph cache (MS_COMPILER_CACHE_ENABLE, MS_COMPILER_CACHE_PATH=<cache_path>/ms) on "
+            "the shared compile-cache volume (RT05)."
+        ),
     )
 
 
@@ -400,7 +450,12 @@ class Checkpoint:
         metadata=spec("Checkpoint directory inside the pods (shared storage).", format=F.CONTAINER_PATH),
     )
     interval_minutes: float = field(
-        default=60.0, metadata=spec("Minutes between periodic checkpoints.", minimum=0.1, maximum=100000)
+        default=60.0,
+        metadata=spec(
+            "Minutes between periodic checkpoints (range: this project's limit, PROJECT).",
+            minimum=0.1,
+            maximum=100000,
+        ),
     )
     dump: bool = field(
         default=False,
@@ -442,8 +497,11 @@ class Job:
         metadata=spec("ascendjob (Ascend Operator) or vcjob (Volcano Job)."),
     )
     image: Image = field(default_factory=Image, metadata=spec("The training image's software."))
-    nodes: int = field(default=1, metadata=spec("Number of nodes (one pod per node).", minimum=1, maximum=20000))
-    npus_per_node: int = field(default=8, metadata=spec("NPUs per node.", minimum=1, maximum=16))
+    nodes: int = field(
+        default=1,
+        metadata=spec("Number of nodes (one pod per node; at most 20000 replicas, INST08).", minimum=1, maximum=20000),
+    )
+    npus_per_node: int = field(default=8, metadata=spec("NPUs per node (YAMLCFG: 1 to 16).", minimum=1, maximum=16))
     launcher: Launcher = field(
         default="torchrun",
         metadata=spec("Launcher."),
@@ -473,7 +531,9 @@ class Job:
     env: Dict[str, str] = field(
         default_factory=dict,
         metadata=spec(
-            "Extra container environment (checked against what the plan sets); values may span lines.",
+            'Extra container environment. A variable the plan owns (docs/profile.md, "Environment the plan '
+            'owns") is read as its profile field where that is auto or null, and must agree with it '
+            "otherwise; nothing here is dropped or overridden. Values may span lines.",
             key_format=F.ENV_NAME,
             multiline=True,
         ),
@@ -496,7 +556,8 @@ class Profile:
         default_factory=list,
         metadata=spec(
             "Ids of warning rules you have read and accept for this profile; an acknowledged warning is "
-            "listed as a plan note and no longer fails `validate --strict`.",
+            "listed as a plan note and no longer fails `validate --strict`. An unknown id, or the id of "
+            "a rule that only reports errors, is an error.",
             format=F.TOKEN,
         ),
     )

@@ -221,7 +221,7 @@ PROFILE_CASES = [
         text_file(VALID.replace("rwx}", "rwx, checkpoint_size: 2 TB}")),
         ["storage.checkpoint_size", "quantity"],
     ),
-    Case("size-zero", text_file(VALID.replace("rwx}", "rwx, ranktable_size: '0'}")), ["ranktable_size", "zero"]),
+    Case("size-zero", text_file(VALID.replace("rwx}", "rwx, checkpoint_size: '0'}")), ["checkpoint_size", "zero"]),
     Case(
         "cpu-not-quantity",
         text_file(VALID + "scheduler: {resources: {clusterd: {cpu: eight}}}\n"),
@@ -255,8 +255,6 @@ PROFILE_CASES = [
     Case("checkpoint-path-root", text_file(job("checkpoint: {path: /}")), ["checkpoint.path", "root"]),
     Case("script-empty", text_file(job("script: ''")), ["jobs[0].script", "empty"]),
     Case("image-spaces", text_file(job("image: {name: 'registry/app:1 --privileged'}")), ["image.name", "image"]),
-    Case("wheel-sha-short", text_file(job("image: {wheels: {taskd: {file: t.whl, sha256: abc}}}")), ["sha256"]),
-    Case("wheel-url-http", text_file(job("image: {wheels: {taskd: {url: 'ftp://x/t.whl'}}}")), ["url", "https"]),
     Case(
         "watchdog-unquoted-on",
         text_file(job("recovery: {watchdog: on}")),

@@ -139,8 +139,6 @@ FORMAT_VALUES: Dict[str, Any] = {
     "registry": st.sampled_from(
         ["", "registry.example.com/mindx", "localhost:5000", "swr.cn-south-1.myhuaweicloud.com/"]
     ),
-    "https-url": st.sampled_from(["https://example.com/taskd.whl", "https://10.0.0.1:8443/w/x.whl"]),
-    "sha256": st.sampled_from(["0" * 64, "ab" * 32, "F" * 64]),
     "token": st.sampled_from(["chip8-node8", "chip4-node16", "rank0-escalation"]),
 }
 # Strings that break one format or another (a mutation draws one for any formatted field).

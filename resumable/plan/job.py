@@ -6,7 +6,7 @@ from typing import Dict, List, Optional
 
 from .. import constants as C
 from .. import releases as R
-from ..facts import JobFacts
+from ..facts import JobFacts, uses_compile_cache
 from .budget import budget, ladder
 from .env import container_env
 from .image import build_image
@@ -93,9 +93,9 @@ def volumes(f: JobFacts, storage: List[SharedVolumePlan]) -> List[Volume]:
     job = f.job
     vols = [Volume("shm", "/dev/shm", "empty_dir_memory", size_limit=SHM_SIZE, reason="RT06 step 5")]
     by_path = {v.mount_path: v for v in storage}
-    if job.compile.mode == "cache" and job.compile.cache_path in by_path:
+    if uses_compile_cache(f) and job.compile.cache_path in by_path:
         v = by_path[job.compile.cache_path]
-        vols.append(Volume("op-cache", v.mount_path, "pvc", claim_name=v.name, reason="ASCEND_CACHE_PATH (seed 表10)"))
+        vols.append(Volume("op-cache", v.mount_path, "pvc", claim_name=v.name, reason="ASCEND_CACHE_PATH (RTO 表10)"))
     if job.checkpoint.path in by_path:
         v = by_path[job.checkpoint.path]
         vols.append(Volume("checkpoints", v.mount_path, "pvc", claim_name=v.name, reason="checkpoints"))
@@ -112,6 +112,12 @@ def volumes(f: JobFacts, storage: List[SharedVolumePlan]) -> List[Volume]:
     return vols
 
 
+def _software(f: JobFacts) -> str:
+    if not f.is_pytorch:
+        return "MindSpore %s" % f.mindspore
+    return "torch %s, FrameworkPTAdapter %s%s" % (f.torch, "" if f.adapter_info.exact else ">= ", f.adapter)
+
+
 def build_job(f: JobFacts, storage: List[SharedVolumePlan], profile_dir: Optional[str]) -> JobPlan:
     job = f.job
     env = container_env(f)
@@ -125,13 +131,23 @@ def build_job(f: JobFacts, storage: List[SharedVolumePlan], profile_dir: Optiona
                 R.OPERATOR_INJECTS_RECOVERY_ENV.source,
             )
         )
-    if job.recovery.watchdog == "auto" and not f.watchdog_on:
-        reason = (
-            "a process-level strategy is used"
-            if (f.process_level or f.hot_switch)
-            else ("the image's software does not support it")
+    if job.recovery.watchdog == "auto" and (f.process_level or f.hot_switch):
+        notes.append(Note("watchdog off because a process-level strategy is used", "RTO 表1; RT04 Table 3"))
+    elif job.recovery.watchdog == "auto" and f.watchdog_supported is False:
+        notes.append(
+            Note(
+                "the image's torch/torch_npu (%s) has no watchdog: a parameter-plane fault waits for the "
+                "collective timeout; %s is left unset" % (_software(f), C.ENV_HCCL_ASYNC_ERROR_HANDLING),
+                "RTO 表1",
+            )
         )
-        notes.append(Note("watchdog off because %s" % reason, "seed 恢复时间优化 表1; RT04 Table 3"))
+    for field, name in sorted(f.origins.items()):
+        notes.append(
+            Note(
+                "env %s=%s is read as %s" % (name, f.declared.env[name], field),
+                "PROJECT (a setting is checked the same whether written as a field or in env)",
+            )
+        )
     if f.process_level or f.pod_level:
         notes.append(Note("a fault on the rank-0 pod escalates to job-level rescheduling", "K8S Table 6; RT01"))
     return JobPlan(

@@ -199,7 +199,11 @@ class LauncherPlan(PlanPart):
     ld_preload: List[str]
     taskd_manager: TaskdManagerPlan
     compile_mode: CompileMode
+    #: False = operator binaries, True = online compilation (with the cache), None = framework default
     jit_compile: Optional[bool]
+    #: the call the launcher makes in each training process for jit_compile: torch.npu.set_compile_mode
+    #: on PyTorch (RTO 表9/表10), mindspore...op_tuning.op_compile on MindSpore (MS-OPCOMPILE)
+    compile_call: Optional[str]
     notes: List[Note]
 
 

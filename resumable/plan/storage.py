@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from typing import List
 
-from .. import constants as C
-from ..facts import JobFacts
+from ..facts import JobFacts, uses_compile_cache
 from ..profile import Profile
 from .model import SharedVolumePlan
 
 
 def build_storage(profile: Profile, facts: List[JobFacts]) -> List[SharedVolumePlan]:
+    """Volumes for the compile caches and the checkpoints. The ranktable needs none: the operator
+    writes hccl.json to its host directory /user/mindx-dl/ranktable and the training pods read it
+    through a hostPath volume; both hosts mount <nfs export>/ranktable there (plan.nodes
+    shared_mounts), so there is no claim to provision or size."""
     s = profile.storage
     if s.nfs is None and s.storage_class is None:
         return []
@@ -30,11 +33,11 @@ def build_storage(profile: Profile, facts: List[JobFacts]) -> List[SharedVolumeP
         )
 
     out: List[SharedVolumePlan] = []
-    cache_paths = sorted({f.job.compile.cache_path for f in facts if f.job.compile.mode == "cache"})
+    cache_paths = sorted({f.job.compile.cache_path for f in facts if uses_compile_cache(f)})
     for i, path in enumerate(cache_paths):
         out.append(
             vol(
-                "operator compile cache (ASCEND_CACHE_PATH)",
+                "compile cache (ASCEND_CACHE_PATH, MindSpore graph cache)",
                 "op-cache" + ("-%d" % i if i else ""),
                 path,
                 s.cache_size,
@@ -43,8 +46,4 @@ def build_storage(profile: Profile, facts: List[JobFacts]) -> List[SharedVolumeP
     ckpt_paths = sorted({f.job.checkpoint.path for f in facts})
     for i, path in enumerate(ckpt_paths):
         out.append(vol("checkpoints", "checkpoints" + ("-%d" % i if i else ""), path, s.checkpoint_size))
-    if s.nfs is not None and any(f.job.ranktable for f in facts):
-        # The operator writes <ns>.<job>/hccl.json under its hostPath /user/mindx-dl/ranktable, which the
-        # nodes mount from <export>/ranktable (plan.nodes.shared_mounts); the jobs mount the same export.
-        out.append(vol("ranktable (hccl.json)", "ranktable", C.RANKTABLE_MOUNT, s.ranktable_size))
     return out

@@ -88,7 +88,7 @@ def _job(job: JobPlan) -> List[str]:
             "    TaskD Manager on %s (%s): job_id=$%s node_nums=%d proc_per_node=%d TASKD_PROCESS_ENABLE=%s"
             % (m.where, m.condition, m.job_id_env, m.node_nums, m.proc_per_node, m.process_enable)
         )
-    out.append("    compile mode: %s" % lau.compile_mode)
+    out.append("    compile mode: %s%s" % (lau.compile_mode, " (%s)" % lau.compile_call if lau.compile_call else ""))
     notes = job.notes + img.notes + lau.notes
     if notes:
         out.append("  notes:")
