@@ -1,8 +1,10 @@
 """Command line: ``resumable validate|plan|schema|render|docs``.
 
 Exit codes: 0 success, 2 invalid input (unreadable file, bad YAML, schema error, rule errors, or
-warnings with --strict), 3 internal error. Problems are printed as one paragraph each, never as a
-traceback (set RESUMABLE_DEBUG=1 to see one for an internal error).
+warnings with --strict, an output place that may not be written), 3 internal error, 130 / 143
+after Ctrl-C / SIGTERM (once what was being written is cleaned up). Problems are printed on stderr
+as one paragraph each, never as a traceback (set RESUMABLE_DEBUG=1 to see one for an internal
+error); user values in them are shortened and their control characters escaped.
 """
 
 from __future__ import annotations
