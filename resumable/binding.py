@@ -385,7 +385,7 @@ def _field_schema(
     if f is not None:
         if meta.get("doc"):
             out["description"] = meta["doc"]
-        default = _default(f)
+        default = field_default(f)
         if default is not dataclasses.MISSING and not dataclasses.is_dataclass(default):
             out["default"] = default
         if meta.get("example") is not None:
@@ -400,7 +400,8 @@ def _item_meta(meta: Mapping[str, Any]) -> Dict[str, Any]:
     return {k: meta.get(k) for k in ("format", "key_format", "version", "multiline")}
 
 
-def _default(f: dataclasses.Field) -> Any:  # type: ignore[type-arg]
+def field_default(f: dataclasses.Field) -> Any:  # type: ignore[type-arg]
+    """The default of a dataclass field (from default or default_factory), or MISSING."""
     if f.default is not dataclasses.MISSING:
         return f.default
     if f.default_factory is not dataclasses.MISSING:
@@ -438,7 +439,7 @@ def markdown_reference(cls: type, prefix: str = "") -> List[str]:
             extras.append("keys: " + key_fmt.description)
         if f.metadata.get("required"):
             extras.append("**required**")
-        default = _default(f)
+        default = field_default(f)
         if dataclasses.is_dataclass(inner) or (item is not None and dataclasses.is_dataclass(item)):
             default_text = "see below"
         elif default is dataclasses.MISSING:

@@ -42,6 +42,7 @@ import yaml
 
 from resumable import cli
 from resumable.api import PlanError, plan_profile
+from resumable.binding import field_default
 from resumable.binding import unwrap_optional as _unwrap_optional
 from resumable.choices import is_literal, values
 from resumable.errors import ProfileError, ResumableError
@@ -215,7 +216,7 @@ class Gen:
                 self.edit(current[index], item)
                 return
         choice = self.draw(st.integers(0, 5))
-        default = _default(f)
+        default = field_default(f)
         if choice == 0 and not f.metadata.get("required") and f.name in doc:
             del doc[f.name]
         elif choice == 1 and default is not dataclasses.MISSING and not dataclasses.is_dataclass(default):
@@ -290,14 +291,6 @@ class Gen:
                 return self.draw(BAD_STRINGS if self.mutate() else FORMAT_VALUES[fmt])
             return self.draw(PLAIN_TEXT)
         raise AssertionError("the generator does not know the type %r; extend tests/test_property.py" % (tp,))
-
-
-def _default(f: dataclasses.Field[Any]) -> Any:
-    if f.default is not dataclasses.MISSING:
-        return f.default
-    if f.default_factory is not dataclasses.MISSING:
-        return f.default_factory()
-    return dataclasses.MISSING
 
 
 @st.composite
