@@ -17,6 +17,8 @@ Chip = Literal["ascend-910", "ascend-910b", "ascend-npu"]
 Arch = Literal["aarch64", "x86_64"]
 ContainerRuntime = Literal["containerd", "docker"]
 JobKind = Literal["ascendjob", "vcjob"]
+#: label tor-affinity: switch-affinity scheduling schema (INST05)
+TorAffinity = Literal["normal-schema", "large-model-schema"]
 FaultScheduling = Literal["grace", "force", "off"]
 AutoOnOff = Literal["auto", "on", "off"]
 SubHealth = Literal["ignore", "graceExit", "forceExit", "hotSwitch"]

@@ -98,11 +98,11 @@ def cmd_render(args: argparse.Namespace) -> int:
     # A target that would be refused is refused before any work (write_stack checks again).
     check_replaceable(output_path(args.out), args.out)
     plan = load_plan(args.profile, args.strict)
-    from .manifests import build_stack, check_supported
+    from .manifests import build_deployment, check_supported
     from .manifests.render import write_stack
 
     check_supported(plan.scheduler)
-    objects = build_stack(plan.scheduler, crd_sources=args.crd_source or None, images=images or None)
+    objects = build_deployment(plan, crd_sources=args.crd_source or None, images=images or None).objects()
     written = write_stack(objects, args.out)
     print("wrote %d objects to %s" % (len(written), args.out))
     return EXIT_OK
@@ -143,7 +143,9 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("schema", help="print the profile's JSON Schema")
     s.set_defaults(func=cmd_schema)
 
-    r = sub.add_parser("render", help="write the scheduling stack as YAML (for GitOps and air-gapped clusters)")
+    r = sub.add_parser(
+        "render", help="write the whole deployment (scheduling stack, storage, image build spec, jobs) as YAML"
+    )
     r.add_argument("profile", metavar="PROFILE")
     r.add_argument("--out", required=True, metavar="DIR")
     r.add_argument(

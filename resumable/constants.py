@@ -16,12 +16,19 @@ LABEL_FAULT_RETRY_TIMES = "fault-retry-times"
 LABEL_POD_RESCHEDULING = "pod-rescheduling"
 LABEL_PROCESS_RECOVER_ENABLE = "process-recover-enable"
 LABEL_SUB_HEALTHY_STRATEGY = "subHealthyStrategy"
+#: switch-affinity scheduling (INST05; Volcano init-params nslb-version/shared-tor-num)
+LABEL_TOR_AFFINITY = "tor-affinity"
+#: the ConfigMaps a job carries: reset-config-<job> (label reset=true, synced by the device plugin)
+#: and rings-config-<job> (RankTable of a Volcano Job) (RT01; RT06; YAMLCFG)
+LABEL_RESET = "reset"
 
 # --- job annotations ---------------------------------------------------------------------------------
 ANNOTATION_RECOVER_STRATEGY = "recover-strategy"
 ANNOTATION_WAIT_RESCHEDULE_TIMEOUT = "wait-reschedule-timeout"
 ANNOTATION_SCHEDULE_POLICY = "huawei.com/schedule_policy"
 ANNOTATION_RECOVER_POLICY_PATH = "huawei.com/recover_policy_path"
+#: logical SuperPoD size of an A3 job (YAMLCFG; the operator reads it, pkg/utils/superpod.go)
+ANNOTATION_SP_BLOCK = "sp-block"
 
 # --- node labels (INST01 Table 1; K8S Table 4) ----------------------------------------------------------
 NODE_LABEL_MASTER = "masterselector"
@@ -56,6 +63,14 @@ NAMESPACE_NPU_EXPORTER = "npu-exporter"
 
 # --- training container (YAMLCFG) --------------------------------------------------------------------
 CONTAINER_NAME = "ascend"
+ASCENDJOB_API_VERSION = "mindxdl.gitee.com/v1"
+ASCENDJOB_KIND = "AscendJob"
+VCJOB_API_VERSION = "batch.volcano.sh/v1alpha1"
+VCJOB_KIND = "Job"
+#: schedulerName of every training job (YAMLCFG)
+SCHEDULER_NAME_VOLCANO = "volcano"
+#: the single task of a Volcano Job (the MCD: vcjob sample, plan.job.VCJOB_SAMPLE, names it "default")
+VCJOB_TASK = "default"
 
 # --- environment variables (ENV; RT04; RT05; RTO; PLR) -------------------------------------------------------
 ENV_HCCL_ASYNC_ERROR_HANDLING = "HCCL_ASYNC_ERROR_HANDLING"
@@ -86,6 +101,9 @@ ENV_TASKD_LOG_PATH = "TASKD_LOG_PATH"
 ENV_MASTER_ADDR = "MASTER_ADDR"
 ENV_MS_SCHED_HOST = "MS_SCHED_HOST"
 ENV_RANK = "RANK"
+#: NPUs the container sees; set from the pod annotation the device plugin writes (YAMLCFG). The
+#: Ascend Operator adds it itself from 7.0.RC1; a Volcano Job never gets it (releases.py).
+ENV_ASCEND_VISIBLE_DEVICES = "ASCEND_VISIBLE_DEVICES"
 
 # --- paths --------------------------------------------------------------------------------------------
 #: libtaskd.so inside the taskd wheel (PLR 适配训练脚本).
@@ -96,6 +114,16 @@ RANKTABLE_MOUNT = "/user/serverid/devindex/config"
 RANKTABLE_HOST_ROOT = "/user/mindx-dl/ranktable"
 LOG_ROOT = "/var/log/mindx-dl"
 DRIVER_PATH = "/usr/local/Ascend/driver"
+LOCALTIME_PATH = "/etc/localtime"
+#: reset-config-<job> ConfigMap, mounted read-only here by jobs with graceful fault tolerance,
+#: an in-container agent or process-level recovery (RT01 "ConfigMap Description"; elastic agent
+#: constants RESET_CONFIG_PATH = /user/restore/reset/config/reset.json)
+RESET_CONFIG_PREFIX = "reset-config-"
+RESET_CONFIG_MOUNT = "/user/restore/reset/config"
+RESET_CONFIG_VOLUME = "reset-config"
+#: rings-config-<job> ConfigMap holding hccl.json for a Volcano Job (RT06; YAMLCFG)
+RINGS_CONFIG_PREFIX = "rings-config-"
+RANKTABLE_FILE = "hccl.json"
 
 # --- scheduler-component flags the resilience settings drive (INST04 Table 3; INST09; INST05 Table 3) -------
 FLAG_VOLCANO_TYPE = "-volcanoType"

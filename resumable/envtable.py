@@ -133,7 +133,7 @@ ENV_OWNERS: Tuple[EnvOwner, ...] = (
         "%s/hccl.json with ranktable: true" % C.RANKTABLE_MOUNT,
         "RT05 Table 4; RT06",
     ),
-    EnvOwner(C.ENV_HCCL_IF_IP, "cluster.host_network", "status.hostIP on the host network", "YAMLCFG"),
+    EnvOwner(C.ENV_HCCL_IF_IP, "host_network", "status.hostIP on the host network", "YAMLCFG"),
     EnvOwner(C.ENV_POD_IP, "", "status.podIP for TaskD and MindIO", "YAMLCFG; PLR 适配训练脚本"),
     EnvOwner(C.ENV_XDL_IP, "", "status.hostIP", "YAMLCFG"),
 )
@@ -480,7 +480,7 @@ def derived_env(f: JobFacts) -> List[Setting]:
     if f.uses_taskd or mindio:
         env.append(Setting(C.ENV_POD_IP, field_path="status.podIP", reason="TaskD/MindIO address (YAMLCFG)"))
     env.append(Setting(C.ENV_XDL_IP, field_path="status.hostIP", reason="host address (YAMLCFG)"))
-    if f.cluster.host_network:
+    if f.host_network:
         env.append(Setting(C.ENV_HCCL_IF_IP, field_path="status.hostIP", reason="hostNetwork (YAMLCFG)"))
     if (mindio or "dump" in f.strategies) and job.recovery.ttp_port is not None:
         env.append(Setting(C.ENV_TTP_PORT, str(job.recovery.ttp_port), reason="MindIO TTP controller (RT06)"))

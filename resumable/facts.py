@@ -94,6 +94,8 @@ class JobFacts:
     watchdog_supported: Optional[bool]
     #: True on, False off, None: left at the vendor default without knowing whether it exists
     watchdog_on: Optional[bool]
+    #: hostNetwork of the job's pods: jobs[].host_network, else cluster.host_network
+    host_network: bool = False
 
     @property
     def is_pytorch(self) -> bool:
@@ -247,6 +249,7 @@ def job_facts(profile: Profile, index: int) -> JobFacts:
         taskd_manager_where=where,
         watchdog_supported=supported,
         watchdog_on=watchdog_on,
+        host_network=cluster.host_network if job.host_network is None else job.host_network,
     )
 
 

@@ -31,8 +31,9 @@ from .errors import ResumableError, shown
 KIB = 1024
 MIB = 1024 * KIB
 
-#: A profile is a few kilobytes; 1 MiB leaves room for comments and many jobs.
-PROFILE_MAX_BYTES = 1 * MIB
+#: A profile is a few kilobytes; 256 KiB leaves room for comments and many jobs, and keeps the
+#: ConfigMap that carries the profile into the pods far below Kubernetes' 1 MiB object limit.
+PROFILE_MAX_BYTES = 256 * KIB
 #: Release YAMLs with full CRD schemas are below 1 MB today.
 MANIFEST_MAX_BYTES = 8 * MIB
 

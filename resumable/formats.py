@@ -122,6 +122,8 @@ def _absolute_path(value: str, allow_root: bool) -> Optional[str]:
         return "is %d characters long (at most 4096)" % len(value)
     if not value.startswith("/"):
         return "%s is not an absolute path" % shown(value)
+    if allow_root and len(value) > 1 and value.endswith("/"):
+        value = value[:-1]  # an export written as /exports/ascend/ is the same export
     if ".." in value.split("/"):
         return "%s contains '..'" % shown(value)
     if posixpath.normpath(value) != value or value.startswith("//"):
@@ -247,9 +249,9 @@ FORMATS: Dict[str, Format] = {
         ),
         Format(
             SERVER_PATH,
-            "an absolute, normalised path on the server (no '..')",
+            "an absolute, normalised path on the server (no '..'; a trailing '/' is allowed)",
             lambda value: _absolute_path(value, allow_root=True),
-            r"^/([^/]+(/[^/]+)*)?$",
+            r"^/([^/]+(/[^/]+)*/?)?$",
             4096,
         ),
         Format(FILE_PATH, "a file path", _file_path, r"^\S(.*\S)?$", 4096),

@@ -31,6 +31,7 @@ from .choices import (
     Strategy,
     SubHealth,
     TaskdManagerChoice,
+    TorAffinity,
     WheelName,
     values,
 )
@@ -389,13 +390,22 @@ class Recovery:
             "TASKD_PROCESS_ENABLE: auto (as the release needs), on, off (RT04).",
         ),
     )
-    termination_grace_period: int = field(
-        default=600,
+    termination_grace_period: Optional[int] = field(
+        default=None,
         metadata=spec(
-            "Pod terminationGracePeriodSeconds; must stay below Volcano grace-over-time (YAMLCFG). The "
-            "range 0 to 86400 is this project's limit (PROJECT).",
+            "Pod terminationGracePeriodSeconds; must stay below Volcano grace-over-time (YAMLCFG); null = not "
+            "set (the Kubernetes default, 30 s). The range 0 to 86400 is this project's limit (PROJECT).",
             minimum=0,
             maximum=86400,
+        ),
+    )
+    backoff_limit: Optional[int] = field(
+        default=None,
+        metadata=spec(
+            "Most job reschedules: AscendJob runPolicy.backoffLimit, Volcano Job maxRetry; null = not set "
+            "(unlimited for an AscendJob, 3 for a Volcano Job) (YAMLCFG).",
+            minimum=1,
+            maximum=100000,
         ),
     )
     restart_policy: RestartPolicy = field(
@@ -487,6 +497,23 @@ class Budget:
 
 
 @dataclass
+class JobVolume:
+    """A volume of the user's own (code, data, output) mounted into every pod of the job."""
+
+    name: str = field(default="", metadata=spec("Volume name.", required=True, dns_name=True))
+    mount_path: str = field(
+        default="", metadata=spec("Absolute path inside the container.", required=True, example="/job/code")
+    )
+    host_path: Optional[str] = field(
+        default=None, metadata=spec("A directory on every node (e.g. an NFS mount the nodes share).")
+    )
+    claim: Optional[str] = field(
+        default=None, metadata=spec("An existing PersistentVolumeClaim in the job's namespace (instead of host_path).")
+    )
+    read_only: bool = field(default=False, metadata=spec("Mount read-only."))
+
+
+@dataclass
 class Job:
     """One training job template."""
 
@@ -541,6 +568,26 @@ class Job:
     schedule_policy: Optional[str] = field(
         default=None,
         metadata=spec("Annotation huawei.com/schedule_policy, e.g. chip8-node8 (VCAPI Table 3).", format=F.TOKEN),
+    )
+    host_network: Optional[bool] = field(
+        default=None,
+        metadata=spec("hostNetwork of this job's pods; null = cluster.host_network (YAMLCFG)."),
+    )
+    volumes: List[JobVolume] = field(
+        default_factory=list,
+        metadata=spec("The user's volumes (code, data, output): a host path or an existing claim each (RT06)."),
+    )
+    tor_affinity: Optional[TorAffinity] = field(
+        default=None,
+        metadata=spec("Label tor-affinity: switch-affinity scheduling (INST05); null = not set."),
+    )
+    sp_block: Optional[int] = field(
+        default=None,
+        metadata=spec(
+            "Annotation sp-block: logical SuperPoD size in NPUs for Atlas A3 SuperPoD jobs (YAMLCFG); null = not set.",
+            minimum=1,
+            maximum=100000,
+        ),
     )
 
 

@@ -46,6 +46,13 @@ TASKD_PROCESS_DEFAULT_ON = Gate(
 )
 #: The Ascend Operator sets ASCEND_VISIBLE_DEVICES itself from 7.0.RC1.
 OPERATOR_SETS_VISIBLE_DEVICES = Gate("7.0.RC1", "MC:@v7.0.RC1 ascend-operator env.go setAscendVisibleDevicesEnv")
+#: Switch-affinity scheduling (job label tor-affinity): the Volcano plugin's nslb-version and
+#: shared-tor-num init-params are in the scheduler config of every release this project deploys,
+#: the oldest being 6.0.0 (MC:@v6.0.0 component/ascend-for-volcano/build/volcano-v1.9.0.yaml; INST05).
+TOR_AFFINITY = Gate("6.0.0", "MC:@v6.0.0 component/ascend-for-volcano/build/volcano-v1.9.0.yaml (nslb-version); INST05")
+#: Logical SuperPoD scheduling (job annotation sp-block): init-param super-pod-size is in the same
+#: 6.0.0 scheduler config (ibid.; YAMLCFG sp-block).
+SP_BLOCK = Gate("6.0.0", "MC:@v6.0.0 component/ascend-for-volcano/build/volcano-v1.9.0.yaml (super-pod-size); YAMLCFG")
 #: MindIO ACP asynchronous checkpointing needs 6.0.RC2 or later (RT05 Tables 5-6).
 MINDIO_ACP = Gate("6.0.RC2", "RT05 Tables 5-6")
 #: Volcano's prefer-previous-node init-param exists from 26.1.0 (INST05).

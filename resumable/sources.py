@@ -335,6 +335,13 @@ _ROWS: List[Source] = [
     ),
     # --- not a vendor document -------------------------------------------------------------------
     Source(
+        "HA73-AFFINITY",
+        "MindCluster 7.3.0 scheduling user guide: affinity scheduling, Atlas 900 A3 SuperPoD",
+        _HA + "en/mindcluster/730/clustersched/schedulingug/dl_affinity_0007.html",
+        "logical SuperPoD affinity (sp-block; logical SuperPoDs of a job = its NPUs / sp-block)",
+        "MindCluster 7.3.0",
+    ),
+    Source(
         "PROJECT",
         "A limit, default or estimate chosen by this project (no vendor document states it)",
         "this repository: docs/profile.md and the rule or plan part that cites it",

@@ -346,7 +346,8 @@ def test_plan_shows_control_characters_escaped(capsys: pytest.CaptureFixture[str
     assert not [x for x in out.splitlines() if x.startswith("findings")]
     assert all(ch == "\n" or ch >= " " for ch in out)
     code, out, _ = run(capsys, "plan", "--format", "json", path)
-    assert json.loads(out)["jobs"][0]["replicas"][0]["env"][-1]["value"] == "a: 1\nfindings:\n\tnone"
+    env = {e["name"]: e["value"] for e in json.loads(out)["jobs"][0]["replicas"][0]["env"]}
+    assert env["EXTRA_CONFIG"] == "a: 1\nfindings:\n\tnone"
 
 
 def test_plan_prints_the_launch_command_shell_quoted(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

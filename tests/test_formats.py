@@ -26,7 +26,7 @@ VALID = {
     F.SIZE: ["200Gi", "2Ti", "1", "0.5Ti", "1e12"],
     F.HOST: ["10.0.0.10", "fd00::1", "nfs.example.com", "NFS-1"],
     F.CONTAINER_PATH: ["/job/ckpt", "/a", "/data/x y"],
-    F.SERVER_PATH: ["/", "/exports/ascend"],
+    F.SERVER_PATH: ["/", "/exports/ascend", "/exports/ascend/"],
     F.FILE_PATH: ["train.py", "../wheels/taskd.whl", "/job/code/train.py"],
     F.IMAGE: [
         "busybox",
@@ -50,7 +50,7 @@ INVALID = {
     F.SIZE: ["", "0", "0Gi", "-1", "2 TB", "lots"],
     F.HOST: ["", "nfs server", "-x", "a..b", "x_y", "http://x"],
     F.CONTAINER_PATH: ["", "/", "op_cache", "./x", "/job/../etc", "/job//ckpt", "/job/", "/job/.", "//x"],
-    F.SERVER_PATH: ["", "exports", "/a/../b", "/a/"],
+    F.SERVER_PATH: ["", "exports", "/a/../b", "/a//", "/a//b", "/a/./b"],
     F.FILE_PATH: ["", " train.py", "train.py ", "dir/"],
     F.IMAGE: [
         "",

@@ -523,9 +523,58 @@ CASES: Dict[str, Tuple[List[Tuple[Dict[str, Any], str]], Dict[str, Any]]] = {
     "grace-period-below-volcano": (
         [
             ({J + "recovery.termination_grace_period": 900}, J + "recovery.termination_grace_period"),
-            ({"scheduler.grace_over_time": 300}, "scheduler.grace_over_time"),
+            (
+                {"scheduler.grace_over_time": 300, J + "recovery.termination_grace_period": 600},
+                "scheduler.grace_over_time",
+            ),
         ],
         {J + "recovery.termination_grace_period": 899},
+    ),
+    "job-volumes": (
+        [
+            ({J + "volumes": [{"name": "code", "mount_path": "/job/code"}]}, J + "volumes[0]"),
+            (
+                {J + "volumes": [{"name": "code", "mount_path": "/job", "host_path": "/data/code"}]},
+                J + "volumes[0].mount_path",
+            ),
+            (
+                {J + "volumes": [{"name": "code", "mount_path": "/job/code/../x", "claim": "code"}]},
+                J + "volumes[0].mount_path",
+            ),
+            (
+                {J + "volumes": [{"name": "code", "mount_path": "/job/code", "host_path": "data/code"}]},
+                J + "volumes[0].host_path",
+            ),
+        ],
+        {
+            J + "volumes": [
+                {"name": "code", "mount_path": "/job/code", "host_path": "/data/code", "read_only": True},
+                {"name": "data", "mount_path": "/job/data", "claim": "datasets"},
+            ]
+        },
+    ),
+    "topology-release": (
+        [
+            (
+                {"cluster.mindcluster": "5.0.1", J + "tor_affinity": "normal-schema"},
+                J + "tor_affinity",
+            ),
+            ({"cluster.mindcluster": "5.0.1", J + "sp_block": 16}, J + "sp_block"),
+        ],
+        {J + "tor_affinity": "large-model-schema", J + "sp_block": 16},
+    ),
+    "vcjob-restart-policy": (
+        [
+            (
+                {J + "kind": "vcjob", J + "recovery.restart_policy": "ExitCode", J + "recovery.strategies": []},
+                J + "recovery.restart_policy",
+            )
+        ],
+        {J + "recovery.restart_policy": "ExitCode", J + "recovery.fault_retry_times": None},
+    ),
+    "sp-block-size": (
+        [({J + "sp_block": 12}, J + "sp_block"), ({J + "sp_block": 64}, J + "sp_block")],
+        {J + "sp_block": 32},
     ),
     "value-range": (
         [

@@ -20,7 +20,7 @@ def build_storage(profile: Profile, facts: List[JobFacts]) -> List[SharedVolumeP
     kind = "nfs" if s.nfs is not None else "storage_class"
     base = profile.cluster.name
 
-    def vol(purpose: str, sub: str, mount: str, size: str) -> SharedVolumePlan:
+    def vol(purpose: str, sub: str, mount: str, size: str, users: List[JobFacts]) -> SharedVolumePlan:
         return SharedVolumePlan(
             name="%s-%s" % (base, sub),
             purpose=purpose,
@@ -30,6 +30,7 @@ def build_storage(profile: Profile, facts: List[JobFacts]) -> List[SharedVolumeP
             path=("%s/%s" % (s.nfs.path.rstrip("/"), sub)) if s.nfs is not None else None,
             storage_class=s.storage_class,
             size=size,
+            namespaces=sorted({f.job.namespace for f in users}),
         )
 
     out: List[SharedVolumePlan] = []
@@ -41,9 +42,11 @@ def build_storage(profile: Profile, facts: List[JobFacts]) -> List[SharedVolumeP
                 "op-cache" + ("-%d" % i if i else ""),
                 path,
                 s.cache_size,
+                [f for f in facts if uses_compile_cache(f) and f.job.compile.cache_path == path],
             )
         )
     ckpt_paths = sorted({f.job.checkpoint.path for f in facts})
     for i, path in enumerate(ckpt_paths):
-        out.append(vol("checkpoints", "checkpoints" + ("-%d" % i if i else ""), path, s.checkpoint_size))
+        users = [f for f in facts if f.job.checkpoint.path == path]
+        out.append(vol("checkpoints", "checkpoints" + ("-%d" % i if i else ""), path, s.checkpoint_size, users))
     return out

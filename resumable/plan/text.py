@@ -50,13 +50,13 @@ def _job(job: JobPlan) -> List[str]:
         out.extend("    %s: %s" % kv for kv in sorted(job.annotations.items()))
     for r in job.replicas:
         out.append(
-            "  replica %s x%d: %d NPU, restartPolicy %s, terminationGracePeriodSeconds %d, hostNetwork %s%s"
+            "  replica %s x%d: %d NPU, restartPolicy %s, terminationGracePeriodSeconds %s, hostNetwork %s%s"
             % (
                 r.type,
                 r.replicas,
                 r.npus,
                 r.restart_policy,
-                r.termination_grace_period_seconds,
+                "default" if r.termination_grace_period_seconds is None else r.termination_grace_period_seconds,
                 str(r.host_network).lower(),
                 ", runs the TaskD Manager" if r.runs_taskd_manager else "",
             )
@@ -67,7 +67,7 @@ def _job(job: JobPlan) -> List[str]:
     out.extend("    " + _env(e) for e in (job.replicas[0].env if job.replicas else []))
     out.append("  volumes:")
     for v in job.volumes:
-        src = v.claim_name or v.path or v.source
+        src = v.claim_name or v.config_map or v.path or v.source
         out.append("    %s -> %s (%s)" % (v.name, v.mount_path, src))
     img = job.image
     if img.wheels or img.runpy_patch:

@@ -20,7 +20,7 @@ def host_network(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     status.hostIP; a fixed value in env is reported by env-contradicts-profile); TaskD's 9601/9602
     must be kept out of the ephemeral range or a random outgoing connection can hold them when the
     Manager or Proxy restarts."""
-    if not profile.cluster.host_network:
+    if not f.host_network:
         return
     if f.uses_taskd and profile.cluster.reserve_taskd_ports is False:
         yield Finding(

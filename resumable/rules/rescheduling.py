@@ -98,7 +98,7 @@ def force_host_network(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     old pod's processes still hold on the same node. The MindCluster documentation rules force out
     together with hostNetwork; official samples still combine them, so this is a warning for every
     recovery level (job-, Pod- and process-level) rather than an error."""
-    if f.job.recovery.fault_scheduling == "force" and profile.cluster.host_network:
+    if f.job.recovery.fault_scheduling == "force" and f.host_network:
         yield Finding(
             ["%s.recovery.fault_scheduling" % f.path, "cluster.host_network"],
             "fault_scheduling force on the host network: a replacement pod can meet ports the deleted one still holds",

@@ -19,7 +19,11 @@ def grace_period_below_volcano(profile: Profile, f: JobFacts) -> Iterable[Findin
     """With fault-scheduling grace Volcano force-deletes a pod after grace-over-time; a longer pod
     grace period is cut short, so the dying-gasp checkpoint or the graceful stop never finishes."""
     r = f.job.recovery
-    if r.fault_scheduling == "grace" and r.termination_grace_period >= profile.scheduler.grace_over_time:
+    if (
+        r.fault_scheduling == "grace"
+        and r.termination_grace_period is not None
+        and r.termination_grace_period >= profile.scheduler.grace_over_time
+    ):
         yield Finding(
             ["%s.recovery.termination_grace_period" % f.path, "scheduler.grace_over_time"],
             "termination_grace_period %ds is not below Volcano grace-over-time %ds"
