@@ -508,7 +508,11 @@ class JobVolume:
         default=None, metadata=spec("A directory on every node (e.g. an NFS mount the nodes share).")
     )
     claim: Optional[str] = field(
-        default=None, metadata=spec("An existing PersistentVolumeClaim in the job's namespace (instead of host_path).")
+        default=None,
+        metadata=spec(
+            "An existing PersistentVolumeClaim in the job's namespace (instead of host_path).",
+            format=F.DNS_SUBDOMAIN,
+        ),
     )
     read_only: bool = field(default=False, metadata=spec("Mount read-only."))
 

@@ -142,6 +142,13 @@ FORMAT_VALUES: Dict[str, Any] = {
     ),
     "token": st.sampled_from(["chip8-node8", "chip4-node16", "rank0-escalation"]),
 }
+# Fields whose valid values a rule (not a format) decides: drawn from what the rules accept, so
+# that edits of the examples mostly stay valid (a mutation still draws anything).
+FIELD_VALUES: Dict[str, Any] = {
+    "acknowledge": st.sampled_from(sorted(r.id for r in REGISTRY.values() if r.acknowledgeable)),
+    "mount_path": st.sampled_from(["/job/code", "/job/data", "/job/output"]),
+    "host_path": st.sampled_from(["/mnt/shared/code", "/data"]),
+}
 # Strings that break one format or another (a mutation draws one for any formatted field).
 BAD_STRINGS = st.sampled_from(
     [
@@ -219,7 +226,7 @@ class Gen:
         default = field_default(f)
         if choice == 0 and not f.metadata.get("required") and f.name in doc:
             del doc[f.name]
-        elif choice == 1 and default is not dataclasses.MISSING and not dataclasses.is_dataclass(default):
+        elif choice in (1, 2) and default is not dataclasses.MISSING and not dataclasses.is_dataclass(default):
             doc[f.name] = default  # back to the documented default
         else:
             doc[f.name] = self.value(hints[f.name], f.metadata, f.name)
@@ -284,6 +291,8 @@ class Gen:
                 if self.mutate():
                     return self.draw(ARBITRARY_VERSION)
                 return self.draw(st.sampled_from(VERSIONS_OF.get(name, VERSIONS)))
+            if name in FIELD_VALUES:
+                return self.draw(BAD_STRINGS if self.mutate() else FIELD_VALUES[name])
             fmt = meta.get("format")
             if fmt == "dns-label":
                 return self.draw(BAD_DNS_NAME if self.mutate() else DNS_NAME)
@@ -295,10 +304,10 @@ class Gen:
 
 @st.composite
 def profile_documents(draw: st.DrawFn) -> Dict[str, Any]:
-    if draw(st.integers(0, 19)) < 17:
+    if draw(st.integers(0, 9)) < 9:
         doc: Dict[str, Any] = copy.deepcopy(draw(st.sampled_from(EXAMPLES)))
         gen = Gen(draw, draw(st.sampled_from([0, 0, 0, 25])))
-        for _ in range(draw(st.sampled_from([0, 1, 1, 2, 3]))):
+        for _ in range(draw(st.sampled_from([0, 1, 1, 1, 2, 3]))):
             gen.edit(doc, Profile)
         return doc
     return Gen(draw, draw(st.sampled_from([0, 0, 80, 25]))).mapping(Profile)
@@ -309,6 +318,9 @@ def _check_error(exc: ResumableError) -> None:
     assert text.strip(), "empty error"
     assert "\n" not in text.strip(), text
     assert "Traceback" not in text
+
+
+RENDERED = "planned and rendered"
 
 
 def _check(doc: Dict[str, Any]) -> str:
@@ -338,11 +350,13 @@ def _check(doc: Dict[str, Any]) -> str:
         return "rule errors"
     plan = plan_profile(profile, "generated.yaml")  # the gate every consumer calls
     assert [v.rule for v in plan.violations] == [v.rule for v in violations if v.rule not in profile.acknowledge]
-    return _render(plan)
+    return _render(plan, text)
 
 
-def _render(plan: Any) -> str:
-    from resumable.manifests import UnsupportedStack, build_stack, check_supported
+def _render(plan: Any, text: str) -> str:
+    """What ``resumable render`` does: the whole deployment (scheduling stack, storage, jobs)
+    written as one YAML file per object into a fresh directory."""
+    from resumable.manifests import UnsupportedStack, build_deployment, check_supported
     from resumable.manifests.render import write_stack
 
     try:
@@ -350,20 +364,30 @@ def _render(plan: Any) -> str:
     except UnsupportedStack as exc:
         _check_error(exc)
         return "valid, stack not deployable"
-    objects = build_stack(plan.scheduler)
+    objects = build_deployment(plan, profile_text=text).objects()
     assert objects and all(o.get("kind") and o.get("metadata", {}).get("name") for o in objects)
+    workloads = {
+        (o["metadata"].get("namespace"), o["metadata"]["name"]) for o in objects if o["kind"] in ("AscendJob", "Job")
+    }
+    assert workloads == {(j.namespace, j.name) for j in plan.jobs}, workloads
     with tempfile.TemporaryDirectory() as tmp:
         written = write_stack(objects, os.path.join(tmp, "stack"))
         assert len(written) == len(objects) and all(p.stat().st_size for p in written)
-        first = written[0].read_text(encoding="utf-8")
-        assert yaml.safe_load(first) == objects[0]
-    return "planned and rendered"
+        last = written[-1].read_text(encoding="utf-8")
+        assert yaml.safe_load(last) == objects[-1]
+    return RENDERED
 
 
 def test_generated_profiles_plan_and_render_or_fail_with_named_violations() -> None:
+    """The property on every example, and the share of examples that reach plan and render.
+
+    Derandomized: hypothesis mutates the examples it has drawn, so one run's share clusters (100
+    random examples gave between 40 and 76 rendered); a fixed seed makes the share a property of
+    the code (generator, schema, rules), not of luck. Random exploration across runs is the job of
+    ``test_cli_validate_on_generated_profiles``."""
     outcomes: Counter[str] = collections.Counter()
 
-    @settings(PROFILE_SETTINGS)
+    @settings(PROFILE_SETTINGS, derandomize=True, database=None)
     @given(profile_documents())
     def check(doc: Dict[str, Any]) -> None:
         outcome = _check(doc)
@@ -372,7 +396,7 @@ def test_generated_profiles_plan_and_render_or_fail_with_named_violations() -> N
 
     check()
     total = sum(outcomes.values())
-    rendered = outcomes["planned and rendered"]
+    rendered = outcomes[RENDERED]
     print("outcomes over %d examples: %s" % (total, dict(outcomes)))
     assert total >= PROFILE_SETTINGS.max_examples // 2, outcomes
     assert rendered * 3 >= total, "only %d of %d examples reached plan and render: %s" % (rendered, total, outcomes)
