@@ -25,7 +25,7 @@ import tempfile
 import urllib.request
 from typing import Dict, List, Optional, Set
 
-from .. import __version__
+from .. import __version__, fileio
 from ..api import job_plan
 from ..errors import ResumableError
 from ..plan.model import JobPlan, Plan, WheelPlan
@@ -41,9 +41,9 @@ SUMS_FILE = "SHA256SUMS"
 RESUMABLE_DIR = "resumable"
 PROFILE_NAME = "profile.yaml"
 DISTRIBUTION = "ascend-resumable"
-#: caps: vendor wheels are tens of MB; a profile is a few kB
+#: caps: vendor wheels are tens of MB; a profile has the one cap every profile read uses
 MAX_WHEEL_BYTES = 2 << 30
-MAX_PROFILE_BYTES = 1 << 20
+MAX_PROFILE_BYTES = fileio.PROFILE_MAX_BYTES
 DOWNLOAD_TIMEOUT = 60.0
 
 
