@@ -180,8 +180,15 @@ def test_a_url_needs_a_checksum(tmp_path: Path, wheels: Dict[str, Path]) -> None
         "{file: wheels/%s}" % wheels["taskd"].name, "{url: https://example.invalid/%s}" % wheels["taskd"].name
     )
     profile.write_text(text)
+    # the gate refuses it first ...
+    with pytest.raises(ResumableError, match=r"\[wheel-declaration\].*without a sha256"):
+        load_plan(str(profile))
+    # ... and the build refuses it on a plan that did not come through the gate
+    from resumable.plan import build_plan
+    from resumable.profile import load_profile
+
     with pytest.raises(ResumableError, match=r"has a url but no sha256"):
-        prepare_context(load_plan(str(profile)), None, str(tmp_path / "ctx"))
+        prepare_context(build_plan(load_profile(str(profile)), str(profile)), None, str(tmp_path / "ctx"))
 
 
 def test_cli_prints_the_build_line(tmp_path: Path, wheels: Dict[str, Path]) -> None:
