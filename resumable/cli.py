@@ -19,13 +19,12 @@ from typing import Dict, List, Optional, Sequence, TextIO
 import yaml
 
 from . import __version__
-from .api import counts, failing, load_plan
+from .api import PlanError, counts, load_plan
 from .binding import json_schema
 from .errors import ResumableError, for_people, shown
 from .fileio import Terminated
-from .plan import build_plan
 from .plan.text import render_text
-from .profile import Profile, load_profile
+from .profile import Profile
 from .rules import format_violation
 from .rules.base import Violation
 
@@ -38,21 +37,22 @@ def _print_violations(violations: Sequence[Violation], out: TextIO) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    """Every profile is checked (one bad file does not hide the others); findings go to stderr."""
+    """Every profile goes through the one gate (:func:`resumable.api.load_plan`) and is checked
+    (one bad file does not hide the others); every finding and note goes to stderr."""
     worst = EXIT_OK
     for path in args.profiles:
         try:
-            profile = load_profile(path)
+            plan = load_plan(path, args.strict)
+        except PlanError as exc:
+            print("INVALID %s: %s" % (path, counts(exc.violations)), file=sys.stderr)
+            _print_violations(exc.violations, sys.stderr)
+            worst = EXIT_INVALID
+            continue
         except ResumableError as exc:
             print("INVALID %s" % exc, file=sys.stderr)
             worst = EXIT_INVALID
             continue
-        plan = build_plan(profile, path)
-        if failing(plan.violations, args.strict):
-            print("INVALID %s: %s" % (path, counts(plan.violations)), file=sys.stderr)
-            worst = EXIT_INVALID
-        else:
-            print("OK %s: %s" % (path, counts(plan.violations)))
+        print("OK %s: %s" % (path, counts(plan.violations)))
         _print_violations(plan.violations, sys.stderr)
         for note in plan.notes:
             print(for_people("  NOTE %s (source: %s)" % (note.text, note.source)), file=sys.stderr)

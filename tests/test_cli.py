@@ -65,18 +65,33 @@ def test_validate_all_examples_at_once(capsys: pytest.CaptureFixture[str]) -> No
     assert sum(1 for line in out.splitlines() if line.startswith("OK ")) == len(EXAMPLES)
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=EXAMPLE_IDS)
-def test_strict_fails_exactly_where_warnings_exist(capsys: pytest.CaptureFixture[str], example: Path) -> None:
+def warned_profile(tmp_path: Path) -> str:
+    """The Pod-level example with ``fault_scheduling: force`` on host networking: valid, one warning."""
+    doc = yaml.safe_load((ROOT / "examples" / "pytorch-pod-rescheduling.yaml").read_text(encoding="utf-8"))
+    doc["cluster"]["host_network"] = True
+    doc["jobs"][0]["recovery"]["fault_scheduling"] = "force"
+    return write(tmp_path, yaml.safe_dump(doc, sort_keys=False))
+
+
+@pytest.mark.parametrize("variant", ["example", "warned"])
+def test_strict_fails_exactly_where_warnings_exist(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, variant: str
+) -> None:
     from resumable.profile import load_profile
     from resumable.rules import WARNING, evaluate
 
-    warnings = [v for v in evaluate(load_profile(str(example))) if v.severity == WARNING]
-    code, out, _ = run(capsys, "validate", "--strict", str(example))
+    path = str(EXAMPLES[0]) if variant == "example" else warned_profile(tmp_path)
+    warnings = [v for v in evaluate(load_profile(path)) if v.severity == WARNING]
+    assert bool(warnings) == (variant == "warned")
+    code, out, err = run(capsys, "validate", path)
+    assert code == 0 and out.startswith("OK %s: 0 errors, %d warning" % (path, len(warnings)))
+    code, out, err = run(capsys, "validate", "--strict", path)
     if warnings:
         assert code == 2
-        assert out.startswith("INVALID %s" % example)
+        assert out == ""
+        assert err.startswith("INVALID %s: 0 errors, %d warning" % (path, len(warnings)))
         for w in warnings:
-            assert "[%s]" % w.rule in out
+            assert "[%s]" % w.rule in err
     else:
         assert code == 0
         assert out.startswith("OK ")

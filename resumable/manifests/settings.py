@@ -49,8 +49,6 @@ DEFAULT_RESOURCES: Dict[str, Tuple[str, str, Optional[str]]] = {
     NPU_EXPORTER: ("1000m", "1000Mi", None),
 }
 
-PULL_POLICIES = ("Always", "IfNotPresent", "Never")
-
 
 def check_images(images: Mapping[str, str]) -> Dict[str, str]:
     """Image overrides by component (``render --image``, Pulumi config ``images``), each a known

@@ -7,6 +7,10 @@ from typing import Any, Iterator
 
 import pytest
 
+# The Pulumi mocks are set before any test module imports ``components`` (which needs the
+# repository root on sys.path, as Pulumi's language host has it): every module runs alone too.
+from . import pulumi_mocks  # noqa: F401
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _cached_kubernetes_schemas() -> Iterator[None]:
