@@ -89,3 +89,40 @@ def test_rules_and_builders_agree_on_what_can_be_deployed(release: str) -> None:
         built = problems(build_plan(profile, "grid").scheduler)
         where = f"{release} x Volcano {volcano} x Kubernetes {kube}"
         assert bool(ruled) == bool(built), f"{where}: rules {ruled} but builders {built}"
+
+
+@pytest.mark.parametrize("name", [p.stem for p in sorted((ROOT / "examples").glob("*.yaml"))])
+def test_the_gate_computes_each_jobs_facts_once(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    import resumable.facts as facts
+    from resumable.api import load_plan
+
+    calls: List[int] = []
+    real = facts.job_facts
+
+    def counted(profile: Any, index: int) -> Any:
+        calls.append(index)
+        return real(profile, index)
+
+    monkeypatch.setattr(facts, "job_facts", counted)
+    plan = load_plan(str(ROOT / "examples" / f"{name}.yaml"))
+    assert sorted(calls) == list(range(len(plan.jobs)))
+
+
+def test_validate_plan_and_render_name_the_same_violation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One gate, one wording: every command reports a rule error with the same line."""
+    from resumable.cli import main
+
+    doc = example("pytorch-process-recovery")
+    doc["jobs"][0]["recovery"]["watchdog"] = "on"
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    texts = []
+    for argv in (["validate", str(path)], ["plan", str(path)], ["render", str(path), "--out", str(tmp_path / "o")]):
+        assert main(argv) == 2
+        out, err = capsys.readouterr()
+        assert out == ""
+        texts.append(err)
+    line = next(t for t in texts[0].splitlines() if "[watchdog-process-level]" in t).strip()
+    assert line.startswith("ERROR [watchdog-process-level] jobs[0].recovery.watchdog")
+    for err in texts[1:]:
+        assert line in err
