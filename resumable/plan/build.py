@@ -196,6 +196,10 @@ def _nodes(profile: Profile, facts: List[JobFacts]) -> NodePlan:
         ranktable_dirs=ranktable_dirs,
         nofile_limit=NOFILE_POD_LEVEL if any(f.pod_level for f in facts) else None,
         notes=notes,
+        hdk=cluster.hdk,
+        chip=cluster.chip,
+        accelerator_type=cluster.accelerator_type,
+        arch=cluster.arch,
     )
 
 

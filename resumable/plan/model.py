@@ -226,6 +226,11 @@ class NodePlan(PlanPart):
     ranktable_dirs: List[str]
     nofile_limit: Optional[int]
     notes: List[Note]
+    #: cluster.hdk: the NPU driver/firmware (HDK) version the nodes must run; None = not managed
+    hdk: Optional[str]
+    chip: str  # cluster.chip: ascend-910 | ascend-910b | ascend-npu
+    accelerator_type: str  # cluster.accelerator_type, e.g. module-910b-8
+    arch: str  # cluster.arch: aarch64 | x86_64
 
 
 @dataclasses.dataclass
