@@ -5,6 +5,7 @@ without touching a machine), and the emulated kubectl / docker.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -19,7 +20,7 @@ FIXTURES = REPO / "tests" / "fixtures" / "ascend"
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from ansible_collections.ascend_resumable.npu.plugins.module_utils import ascend_hardware as hw  # noqa: E402
+hw = importlib.import_module("ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_hardware")
 
 
 def _node(tmp_path: Path, device: str = "0xd802", chips: int = 2, running: str = "25.2.0") -> Dict[str, str]:

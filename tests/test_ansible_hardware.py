@@ -8,6 +8,7 @@ ids follow node-prep.md 2.6.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import sys
@@ -20,7 +21,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from ansible_collections.ascend_resumable.npu.plugins.module_utils import ascend_hardware as hw  # noqa: E402
+hw = importlib.import_module("ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_hardware")
 
 
 def _load(name: str, path: Path) -> Any:

@@ -8,6 +8,7 @@ tests/test_versions.py through it and compare it with resumable.versions on gene
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import subprocess
 import sys
@@ -22,7 +23,8 @@ if str(REPO) not in sys.path:
 
 import test_versions as tables  # noqa: E402  (the resumable.versions test tables, same directory)
 
-from ansible_collections.ascend_resumable.npu.plugins.module_utils import ascend_version as av  # noqa: E402
+# the collection is not typed for mypy: load it as a plain module
+av = importlib.import_module("ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_version")
 from resumable import versions as rv  # noqa: E402
 
 MODULE_UTILS = REPO / "ansible_collections/ascend_resumable/npu/plugins/module_utils/ascend_version.py"
@@ -105,7 +107,7 @@ try:
     from hypothesis import given
     from hypothesis import strategies as st
 except ImportError:  # pragma: no cover - Python 3.8 environments without hypothesis
-    st = None
+    st = None  # type: ignore[assignment]
 
 if st is not None:
     _token = st.sampled_from(["rc", "RC", "spc", "post", "alpha", "beta", "a", "b", "b080", "B12", "x", "", "+cpu"])
@@ -117,7 +119,8 @@ if st is not None:
         parts = draw(st.lists(_part, min_size=1, max_size=6))
         seps = draw(st.lists(st.sampled_from([".", ".", ".", "-", "_"]), min_size=len(parts), max_size=len(parts)))
         text = "".join(p + s for p, s in zip(parts, seps))[:-1]
-        return draw(st.sampled_from(["", "v", "V"])) + text
+        prefix: str = draw(st.sampled_from(["", "v", "V"]))
+        return prefix + text
 
     def _parse(module: Any, text: str) -> Any:
         try:
