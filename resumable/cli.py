@@ -1,8 +1,11 @@
-"""Command line: ``resumable validate|plan|schema|render|docs``.
+"""Command line: ``resumable validate|plan|schema|render|docs``; the runtime commands (``launch``,
+``doctor``, ``image``) are registered by :mod:`resumable.runtime`.
 
 Exit codes: 0 success, 2 invalid input (unreadable file, bad YAML, schema error, rule errors, or
-warnings with --strict), 3 internal error. Problems are printed as one paragraph each, never as a
-traceback (set RESUMABLE_DEBUG=1 to see one for an internal error).
+warnings with --strict, an output place that may not be written), 3 internal error, 130 / 143
+after Ctrl-C / SIGTERM (once what was being written is cleaned up). Problems are printed on stderr
+as one paragraph each, never as a traceback (set RESUMABLE_DEBUG=1 to see one for an internal
+error); user values in them are shortened and their control characters escaped.
 """
 
 from __future__ import annotations
@@ -11,34 +14,31 @@ import argparse
 import json
 import os
 import sys
-from typing import List, Optional, Sequence, TextIO
+from typing import Dict, List, Optional, Sequence, TextIO
 
 import yaml
 
 from . import __version__
+from .api import counts, failing, load_plan
 from .binding import json_schema
-from .errors import ResumableError
-from .plan.build import build_plan
-from .plan.model import Plan, Violation
+from .errors import ResumableError, for_people, shown
+from .fileio import Terminated
+from .plan import build_plan
 from .plan.text import render_text
 from .profile import Profile, load_profile
-from .rules import ERROR, WARNING, evaluate, format_violation
+from .rules import format_violation
+from .rules.base import Violation
 
 EXIT_OK, EXIT_INVALID, EXIT_INTERNAL = 0, 2, 3
 
 
 def _print_violations(violations: Sequence[Violation], out: TextIO) -> None:
     for v in violations:
-        print("  " + format_violation(v), file=out)
-
-
-def _counts(violations: Sequence[Violation]) -> str:
-    e = sum(1 for v in violations if v.severity == ERROR)
-    w = sum(1 for v in violations if v.severity == WARNING)
-    return "%d error%s, %d warning%s" % (e, "" if e == 1 else "s", w, "" if w == 1 else "s")
+        print("  " + for_people(format_violation(v)), file=out)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    """Every profile is checked (one bad file does not hide the others); findings go to stderr."""
     worst = EXIT_OK
     for path in args.profiles:
         try:
@@ -47,32 +47,20 @@ def cmd_validate(args: argparse.Namespace) -> int:
             print("INVALID %s" % exc, file=sys.stderr)
             worst = EXIT_INVALID
             continue
-        violations = evaluate(profile)
-        failing = [v for v in violations if v.severity == ERROR or (args.strict and v.severity == WARNING)]
-        if failing:
-            print("INVALID %s: %s" % (path, _counts(violations)))
+        plan = build_plan(profile, path)
+        if failing(plan.violations, args.strict):
+            print("INVALID %s: %s" % (path, counts(plan.violations)), file=sys.stderr)
             worst = EXIT_INVALID
         else:
-            print("OK %s: %s" % (path, _counts(violations)))
-        _print_violations(violations, sys.stdout)
+            print("OK %s: %s" % (path, counts(plan.violations)))
+        _print_violations(plan.violations, sys.stderr)
+        for note in plan.notes:
+            print(for_people("  NOTE %s (source: %s)" % (note.text, note.source)), file=sys.stderr)
     return worst
 
 
-def _load_plan(path: str, strict: bool = False) -> Optional[Plan]:
-    profile: Profile = load_profile(path)
-    plan = build_plan(profile, path)
-    failing = [v for v in plan.violations if v.severity == ERROR or (strict and v.severity == WARNING)]
-    if failing:
-        print("INVALID %s: %s; fix these first:" % (path, _counts(plan.violations)), file=sys.stderr)
-        _print_violations(plan.violations, sys.stderr)
-        return None
-    return plan
-
-
 def cmd_plan(args: argparse.Namespace) -> int:
-    plan = _load_plan(args.profile, args.strict)
-    if plan is None:
-        return EXIT_INVALID
+    plan = load_plan(args.profile, args.strict)
     if args.format == "json":
         print(json.dumps(plan.to_dict(), indent=2, ensure_ascii=False))
     elif args.format == "yaml":
@@ -88,35 +76,34 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_render(args: argparse.Namespace) -> int:
-    plan = _load_plan(args.profile, args.strict)
-    if plan is None:
-        return EXIT_INVALID
-    from .stack import COMPONENTS, UnsupportedStack, build_stack, check_supported
-    from .stack.render import write_stack
-
-    images = {}
-    for item in args.image:
+def _image_overrides(items: Sequence[str]) -> Dict[str, str]:
+    images: Dict[str, str] = {}
+    for item in items:
         component, sep, ref = item.partition("=")
         if not sep or not component or not ref:
-            print(
-                "error: --image %r: write COMPONENT=IMAGE, e.g. clusterd=registry/clusterd:v7.3.0" % item,
-                file=sys.stderr,
+            raise ResumableError(
+                "is not COMPONENT=IMAGE",
+                "--image %s" % shown(item),
+                "Write e.g. --image clusterd=registry.example.com/mindx/clusterd:v7.3.0",
             )
-            return EXIT_INVALID
-        if component not in COMPONENTS:
-            print(
-                "error: --image %r: unknown component %r. Components: %s." % (item, component, ", ".join(COMPONENTS)),
-                file=sys.stderr,
-            )
-            return EXIT_INVALID
         images[component] = ref
-    try:
-        check_supported(plan.scheduler)
-        objects = build_stack(plan.scheduler, crd_sources=args.crd_source or None, images=images or None)
-    except UnsupportedStack as exc:
-        print("error: %s" % exc, file=sys.stderr)
-        return EXIT_INVALID
+    from .manifests.settings import check_images
+
+    return check_images(images)
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    from .fileio import check_replaceable, output_path
+
+    images = _image_overrides(args.image)
+    # A target that would be refused is refused before any work (write_stack checks again).
+    check_replaceable(output_path(args.out), args.out)
+    plan = load_plan(args.profile, args.strict)
+    from .manifests import build_deployment, check_supported
+    from .manifests.render import write_stack
+
+    check_supported(plan.scheduler)
+    objects = build_deployment(plan, crd_sources=args.crd_source or None, images=images or None).objects()
     written = write_stack(objects, args.out)
     print("wrote %d objects to %s" % (len(written), args.out))
     return EXIT_OK
@@ -157,7 +144,9 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("schema", help="print the profile's JSON Schema")
     s.set_defaults(func=cmd_schema)
 
-    r = sub.add_parser("render", help="write the scheduling stack as YAML (for GitOps and air-gapped clusters)")
+    r = sub.add_parser(
+        "render", help="write the whole deployment (scheduling stack, storage, image build spec, jobs) as YAML"
+    )
     r.add_argument("profile", metavar="PROFILE")
     r.add_argument("--out", required=True, metavar="DIR")
     r.add_argument(
@@ -177,10 +166,14 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--strict", action="store_true", help="warnings fail too")
     r.set_defaults(func=cmd_render)
 
-    d = sub.add_parser("docs", help="regenerate docs/rules.md and docs/profile.md from the code")
+    d = sub.add_parser("docs", help="regenerate docs/rules.md, docs/profile.md and docs/sources.md from the code")
     d.add_argument("--out", default="docs", metavar="DIR")
     d.add_argument("--check", action="store_true", help="only report files that are out of date")
     d.set_defaults(func=cmd_docs)
+
+    from .runtime import add_commands
+
+    add_commands(sub)
     return p
 
 
@@ -193,7 +186,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         print("error: %s" % exc, file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
+        print("interrupted; nothing was left half-written", file=sys.stderr)
         return 130
+    except Terminated as exc:
+        print("terminated by signal %d; nothing was left half-written" % exc.signum, file=sys.stderr)
+        return 128 + exc.signum
     except Exception as exc:  # an internal error still gets one paragraph, not a traceback
         if os.environ.get("RESUMABLE_DEBUG"):
             raise

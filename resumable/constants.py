@@ -1,9 +1,9 @@
 """Names MindCluster reads: labels, annotations, env vars, ports, paths, users.
 
 Everything else in the project (Pulumi components, Ansible roles, the runtime image, tests)
-imports these; none of them types a MindCluster name again. Sources as in
-``shared/research/mindcluster.md`` (YAMLCFG = job YAML field reference, RT04 = fault handling
-policies, ENV = environment variable reference, INST01 = preparing for installation).
+imports these; none of them types a MindCluster name again. Sources are codes of
+:mod:`resumable.sources` (docs/sources.md): YAMLCFG = job YAML field reference, RT04 = fault
+handling policies, ENV = environment variable reference, INST01 = preparing for installation.
 """
 
 from __future__ import annotations
@@ -16,12 +16,19 @@ LABEL_FAULT_RETRY_TIMES = "fault-retry-times"
 LABEL_POD_RESCHEDULING = "pod-rescheduling"
 LABEL_PROCESS_RECOVER_ENABLE = "process-recover-enable"
 LABEL_SUB_HEALTHY_STRATEGY = "subHealthyStrategy"
+#: switch-affinity scheduling (INST05; Volcano init-params nslb-version/shared-tor-num)
+LABEL_TOR_AFFINITY = "tor-affinity"
+#: the ConfigMaps a job carries: reset-config-<job> (label reset=true, synced by the device plugin)
+#: and rings-config-<job> (RankTable of a Volcano Job) (RT01; RT06; YAMLCFG)
+LABEL_RESET = "reset"
 
 # --- job annotations ---------------------------------------------------------------------------------
 ANNOTATION_RECOVER_STRATEGY = "recover-strategy"
 ANNOTATION_WAIT_RESCHEDULE_TIMEOUT = "wait-reschedule-timeout"
 ANNOTATION_SCHEDULE_POLICY = "huawei.com/schedule_policy"
 ANNOTATION_RECOVER_POLICY_PATH = "huawei.com/recover_policy_path"
+#: logical SuperPoD size of an A3 job (YAMLCFG; the operator reads it, pkg/utils/superpod.go)
+ANNOTATION_SP_BLOCK = "sp-block"
 
 # --- node labels (INST01 Table 1; K8S Table 4) ----------------------------------------------------------
 NODE_LABEL_MASTER = "masterselector"
@@ -56,8 +63,18 @@ NAMESPACE_NPU_EXPORTER = "npu-exporter"
 
 # --- training container (YAMLCFG) --------------------------------------------------------------------
 CONTAINER_NAME = "ascend"
+#: terminationGracePeriodSeconds when a pod does not set it (KUBE: Pod lifecycle, termination of Pods)
+K8S_DEFAULT_GRACE_SECONDS = 30
+ASCENDJOB_API_VERSION = "mindxdl.gitee.com/v1"
+ASCENDJOB_KIND = "AscendJob"
+VCJOB_API_VERSION = "batch.volcano.sh/v1alpha1"
+VCJOB_KIND = "Job"
+#: schedulerName of every training job (YAMLCFG)
+SCHEDULER_NAME_VOLCANO = "volcano"
+#: the single task of a Volcano Job (the MCD: vcjob sample, plan.job.VCJOB_SAMPLE, names it "default")
+VCJOB_TASK = "default"
 
-# --- environment variables (ENV; RT04; RT05; seeds) -------------------------------------------------------
+# --- environment variables (ENV; RT04; RT05; RTO; PLR) -------------------------------------------------------
 ENV_HCCL_ASYNC_ERROR_HANDLING = "HCCL_ASYNC_ERROR_HANDLING"
 ENV_RESUME_MODE_ENABLE = "RESUME_MODE_ENABLE"
 ENV_TASKD_PROCESS_ENABLE = "TASKD_PROCESS_ENABLE"
@@ -86,16 +103,47 @@ ENV_TASKD_LOG_PATH = "TASKD_LOG_PATH"
 ENV_MASTER_ADDR = "MASTER_ADDR"
 ENV_MS_SCHED_HOST = "MS_SCHED_HOST"
 ENV_RANK = "RANK"
+# what the Ascend Operator injects besides the names above (ENV Table 2;
+# MC:component/ascend-operator/pkg/controllers/v1/env.go)
+ENV_MASTER_PORT = "MASTER_PORT"
+ENV_WORLD_SIZE = "WORLD_SIZE"
+ENV_LOCAL_WORLD_SIZE = "LOCAL_WORLD_SIZE"
+ENV_MS_SCHED_PORT = "MS_SCHED_PORT"
+ENV_MS_NODE_RANK = "MS_NODE_RANK"
+ENV_MS_WORKER_NUM = "MS_WORKER_NUM"
+ENV_MS_LOCAL_WORKER = "MS_LOCAL_WORKER"
+# what the launchers give each training process (torch.distributed.run; MindSpore msrun)
+ENV_LOCAL_RANK = "LOCAL_RANK"
+ENV_TORCHELASTIC_RESTART_COUNT = "TORCHELASTIC_RESTART_COUNT"
+ENV_RANK_ID = "RANK_ID"
+ENV_MS_ROLE = "MS_ROLE"
+MS_ROLE_SCHEDULER = "MS_SCHED"
+#: NPUs the container sees; set from the pod annotation the device plugin writes (YAMLCFG). The
+#: Ascend Operator adds it itself from 7.0.RC1; a Volcano Job never gets it (releases.py).
+ENV_ASCEND_VISIBLE_DEVICES = "ASCEND_VISIBLE_DEVICES"
 
 # --- paths --------------------------------------------------------------------------------------------
-#: libtaskd.so inside the taskd wheel (seed 配置进程级别重调度 适配训练脚本).
+#: libtaskd.so inside the taskd wheel (PLR 适配训练脚本).
 LIBTASKD_RELATIVE = "taskd/python/cython_api/libs/libtaskd.so"
 #: RankTable: volume must be named "ranktable"; the operator writes hccl.json into the host dir.
 RANKTABLE_VOLUME = "ranktable"
 RANKTABLE_MOUNT = "/user/serverid/devindex/config"
 RANKTABLE_HOST_ROOT = "/user/mindx-dl/ranktable"
 LOG_ROOT = "/var/log/mindx-dl"
+#: Job-scoped logs on shared storage: PLR's scripts and the samples write TaskD and training logs
+#: under /job/code/alllogs/$MINDX_TASK_ID (RT04; MCD Qwen3 train_start.sh).
+JOB_LOG_ROOT = "/job/code/alllogs"
 DRIVER_PATH = "/usr/local/Ascend/driver"
+LOCALTIME_PATH = "/etc/localtime"
+#: reset-config-<job> ConfigMap, mounted read-only here by jobs with graceful fault tolerance,
+#: an in-container agent or process-level recovery (RT01 "ConfigMap Description"; elastic agent
+#: constants RESET_CONFIG_PATH = /user/restore/reset/config/reset.json)
+RESET_CONFIG_PREFIX = "reset-config-"
+RESET_CONFIG_MOUNT = "/user/restore/reset/config"
+RESET_CONFIG_VOLUME = "reset-config"
+#: rings-config-<job> ConfigMap holding hccl.json for a Volcano Job (RT06; YAMLCFG)
+RINGS_CONFIG_PREFIX = "rings-config-"
+RANKTABLE_FILE = "hccl.json"
 
 # --- scheduler-component flags the resilience settings drive (INST04 Table 3; INST09; INST05 Table 3) -------
 FLAG_VOLCANO_TYPE = "-volcanoType"
@@ -111,9 +159,6 @@ RANGE_GRACE_OVER_TIME = (2, 3600)
 RANGE_LIST_WATCH_PERIOD = (3, 1800)
 #: NodeD -reportInterval, seconds (INST09).
 RANGE_REPORT_INTERVAL = (1, 300)
-#: Device plugin -hotReset: -1 off (default), 0 inference reset, 1 graceful fault tolerance (sunset),
-#: 2 offline reset for process-level recovery (INST04 step 4 / Table 3).
-HOT_RESET_VALUES = (-1, 0, 1, 2)
 
 # --- users (INST01 "Creating a User"; FAQ 337) --------------------------------------------------------------
 USER_HWHIAI = "HwHiAiUser"
@@ -121,6 +166,42 @@ UID_HWHIAI = 1000
 USER_HWMINDX = "hwMindX"
 UID_HWMINDX = 9000
 
-# --- run.py patches (seeds) ---------------------------------------------------------------------------
+# --- run.py patches (RTO; PLR) --------------------------------------------------------------------------
+#: TaskD from 7.3.0: `sed -i '/import os/i import taskd.python.adaptor.patch' .../torch/distributed/run.py`
+#: (PLR 构建镜像)
 RUNPY_IMPORT_TASKD = "import taskd.python.adaptor.patch"
+RUNPY_ANCHOR_TASKD = "import os"
+#: Elastic Agent up to 7.2: `sed -i '/import logging/i import mindx_elastic.api' ...` (RTO 表2)
 RUNPY_IMPORT_MINDX_ELASTIC = "import mindx_elastic.api"
+RUNPY_ANCHOR_MINDX_ELASTIC = "import logging"
+#: Every import line a MindCluster release has put into run.py (patch-torchrun and doctor recognise them).
+RUNPY_IMPORTS_KNOWN = (RUNPY_IMPORT_TASKD, RUNPY_IMPORT_MINDX_ELASTIC)
+
+# --- torchrun under the in-container agent ------------------------------------------------------------
+#: --max_restarts when the profile leaves it unset and TaskD or the Elastic Agent runs in the container:
+#: "不配置该参数时默认为32767次" (RTO 表2); TaskD's patch turns 0 into 32767
+#: (MC:component/taskd/taskd/python/adaptor/patch/torch_patch.py).
+MAX_RESTARTS_UNDER_AGENT = 32767
+
+# --- the profile inside the training container (this project's convention) ----------------------------
+#: `resumable launch` / `doctor` read the profile from $RESUMABLE_PROFILE (default below) and the job
+#: name from $RESUMABLE_JOB; the job templates mount the profile from a ConfigMap and set both.
+ENV_RESUMABLE_PROFILE = "RESUMABLE_PROFILE"
+ENV_RESUMABLE_JOB = "RESUMABLE_JOB"
+PROFILE_MOUNT_DIR = "/etc/resumable"
+PROFILE_FILE_NAME = "profile.yaml"
+
+# --- resumable launch inside the container (this project's convention) ----------------------------------
+#: The launcher tells the start-up hook in the training processes where to report (a Unix datagram
+#: socket), which process launched them, and the compile mode to apply when torch_npu is imported.
+ENV_RESUMABLE_EVENTS = "RESUMABLE_EVENTS_SOCKET"
+ENV_RESUMABLE_LAUNCHER_PID = "RESUMABLE_LAUNCHER_PID"
+ENV_RESUMABLE_JIT_COMPILE = "RESUMABLE_JIT_COMPILE"
+ENV_RESUMABLE_COMPILE_AFTER = "RESUMABLE_COMPILE_AFTER"
+ENV_RESUMABLE_ATTEMPT_STORE = "RESUMABLE_ATTEMPT_STORE"
+#: torch's agent-store flag and the per-attempt key prefix MindCluster uses for torch >= 2.6
+#: (HA72-075 rendezvous.py edit; TaskD torch_patch.py)
+ENV_TORCHELASTIC_USE_AGENT_STORE = "TORCHELASTIC_USE_AGENT_STORE"
+ATTEMPT_STORE_PREFIX = "/worker/attempt_"
+#: Where the image recipe keeps the profile it was built from (the job templates mount the live one there).
+PROFILE_PATH = PROFILE_MOUNT_DIR + "/" + PROFILE_FILE_NAME

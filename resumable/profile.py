@@ -9,34 +9,76 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-import yaml
-
 from . import constants as C
+from . import formats as F
+from . import safeyaml
 from .binding import bind, spec
+from .choices import (
+    Arch,
+    AutoOnOff,
+    Chip,
+    CompileMode,
+    Component,
+    ContainerRuntime,
+    FaultScheduling,
+    Framework,
+    HotReset,
+    JobKind,
+    Launcher,
+    PullPolicy,
+    ResourceName,
+    RestartPolicy,
+    Strategy,
+    SubHealth,
+    TaskdManagerChoice,
+    TorAffinity,
+    WheelName,
+    values,
+)
 from .errors import ProfileError
+from .fileio import PROFILE_MAX_BYTES, read_text, size_text
 
-STRATEGIES = ("retry", "recover", "recover-in-place", "elastic-training", "dump", "exit")
+STRATEGIES = values(Strategy)
+#: Upper bound of the budget's durations: a day (larger figures are typing mistakes and would
+#: overflow the budget's sums).
+DAY = 86400
 
 
 @dataclass
 class Nfs:
-    """An NFS export that holds the compile cache, checkpoints and ranktable directories."""
+    """An NFS export that holds the compile cache, checkpoints and ranktable directories.
 
-    server: str = field(default="", metadata=spec("NFS server address.", required=True, example="10.0.0.10"))
-    path: str = field(default="", metadata=spec("Exported path on the server.", required=True))
+    The ranktable needs no volume of its own: every node mounts <path>/ranktable at
+    /user/mindx-dl/ranktable (plan.nodes.shared_mounts), where the Ascend Operator writes hccl.json
+    and the training pods read it through a hostPath volume (INST08; RT06)."""
+
+    server: str = field(
+        default="", metadata=spec("NFS server address.", required=True, example="10.0.0.10", format=F.HOST)
+    )
+    path: str = field(default="", metadata=spec("Exported path on the server.", required=True, format=F.SERVER_PATH))
 
 
 @dataclass
 class Storage:
-    """Shared storage for the compile cache, checkpoints and the ranktable (give nfs or storage_class)."""
+    """Shared storage for the compile caches and checkpoints (give nfs or storage_class); RankTable
+    mode needs nfs (the nodes mount its ranktable directory)."""
 
     nfs: Optional[Nfs] = field(default=None, metadata=spec("An NFS export mounted by every pod."))
     storage_class: Optional[str] = field(
-        default=None, metadata=spec("A ReadWriteMany storage class to provision volumes from instead of NFS.")
+        default=None,
+        metadata=spec(
+            "A ReadWriteMany storage class to provision volumes from instead of NFS.", format=F.DNS_SUBDOMAIN
+        ),
     )
-    cache_size: str = field(default="200Gi", metadata=spec("Size of the compile-cache volume."))
-    checkpoint_size: str = field(default="2Ti", metadata=spec("Size of the checkpoint volume."))
-    ranktable_size: str = field(default="1Gi", metadata=spec("Size of the ranktable volume."))
+    cache_size: str = field(
+        default="200Gi",
+        metadata=spec(
+            "Size of the compile-cache volume (a storage-class claim's request; informational for NFS, "
+            "where Kubernetes does not enforce capacity, KUBE PersistentVolumes).",
+            format=F.SIZE,
+        ),
+    )
+    checkpoint_size: str = field(default="2Ti", metadata=spec("Size of the checkpoint volume.", format=F.SIZE))
 
 
 @dataclass
@@ -51,23 +93,22 @@ class Scheduler:
         default=900,
         metadata=spec(
             "Volcano init-param grace-over-time: seconds a faulty pod may take to stop gracefully "
-            "before it is force-deleted (INST05 Table 3).",
+            "before it is force-deleted (INST05 Table 3, range 2 to 3600).",
             minimum=C.RANGE_GRACE_OVER_TIME[0],
             maximum=C.RANGE_GRACE_OVER_TIME[1],
         ),
     )
-    hot_reset: Optional[int] = field(
+    hot_reset: Optional[HotReset] = field(
         default=None,
         metadata=spec(
             "Device plugin -hotReset; null = chosen from the recovery strategies (2 for process-level "
             "recovery, 1 for graceful fault tolerance, otherwise off) (INST04 Table 3).",
-            choices=list(C.HOT_RESET_VALUES),
         ),
     )
     list_watch_period: int = field(
         default=5,
         metadata=spec(
-            "Device plugin -listWatchPeriod in seconds (INST04; RT07).",
+            "Device plugin -listWatchPeriod in seconds (INST04 Table 3, range 3 to 1800; RT07).",
             minimum=C.RANGE_LIST_WATCH_PERIOD[0],
             maximum=C.RANGE_LIST_WATCH_PERIOD[1],
         ),
@@ -75,28 +116,33 @@ class Scheduler:
     report_interval: int = field(
         default=5,
         metadata=spec(
-            "NodeD -reportInterval in seconds (INST09; RT07).",
+            "NodeD -reportInterval in seconds (INST09, range 1 to 300; RT07).",
             minimum=C.RANGE_REPORT_INTERVAL[0],
             maximum=C.RANGE_REPORT_INTERVAL[1],
         ),
     )
     image_registry: str = field(
         default="",
-        metadata=spec("Registry prefix for MindCluster images; empty = the local names the release YAMLs use."),
+        metadata=spec(
+            "Registry prefix for MindCluster images; empty = the local names the release YAMLs use.",
+            format=F.REGISTRY,
+        ),
     )
-    image_pull_policy: Optional[str] = field(
+    image_pull_policy: Optional[PullPolicy] = field(
         default=None,
         metadata=spec(
             "Pull policy for all stack images; null = upstream's (Never for MindCluster images, "
             "IfNotPresent for Volcano).",
-            choices=["Always", "IfNotPresent", "Never"],
         ),
     )
-    image_pull_secrets: List[str] = field(default_factory=list, metadata=spec("Names of existing image pull secrets."))
-    resources: Dict[str, Dict[str, str]] = field(
+    image_pull_secrets: List[str] = field(
+        default_factory=list, metadata=spec("Names of existing image pull secrets.", format=F.DNS_SUBDOMAIN)
+    )
+    resources: Dict[Component, Dict[ResourceName, str]] = field(
         default_factory=dict,
         metadata=spec(
             "Per-component resource overrides, e.g. volcano-scheduler: {cpu: '8', memory: 8Gi}.",
+            format=F.QUANTITY,
         ),
     )
 
@@ -110,11 +156,10 @@ class Cluster:
         default="",
         metadata=spec("MindCluster release of every component.", version=True, required=True, example="7.3.0"),
     )
-    chip: str = field(
+    chip: Chip = field(
         default="ascend-910b",
         metadata=spec(
             "Chip family, as the ring-controller.atlas label writes it (YAMLCFG).",
-            choices=["ascend-910", "ascend-910b", "ascend-npu"],
         ),
     )
     accelerator_type: str = field(
@@ -122,20 +167,26 @@ class Cluster:
         metadata=spec(
             "Node label accelerator-type of the compute nodes, e.g. module-910b-8 (Atlas 800T A2), "
             "module-a3-16 (Atlas 800T A3), module-a3-16-super-pod (Atlas 900 A3 SuperPoD).",
+            format=F.LABEL_VALUE,
         ),
     )
-    arch: str = field(default="aarch64", metadata=spec("CPU architecture.", choices=["aarch64", "x86_64"]))
+    arch: Arch = field(default="aarch64", metadata=spec("CPU architecture."))
     kubernetes: str = field(default="1.28", metadata=spec("Kubernetes version.", version=True))
-    container_runtime: str = field(
+    container_runtime: ContainerRuntime = field(
         default="containerd",
-        metadata=spec("Container runtime on the nodes.", choices=["containerd", "docker"]),
+        metadata=spec("Container runtime on the nodes."),
     )
     host_network: bool = field(
         default=False,
         metadata=spec("Training pods use the host network (recommended above about 1000 nodes, YAMLCFG)."),
     )
     hdk: Optional[str] = field(
-        default=None, metadata=spec("NPU driver/firmware (HDK) version on the nodes.", version=True)
+        default=None,
+        metadata=spec(
+            "NPU driver/firmware (HDK) version the nodes must run, e.g. 25.0.rc1.1; the node roles read "
+            "it from plan.nodes.hdk; null = not pinned.",
+            version=True,
+        ),
     )
     reserve_taskd_ports: Optional[bool] = field(
         default=None,
@@ -147,25 +198,65 @@ class Cluster:
 
 
 @dataclass
+class Wheel:
+    """A vendor wheel file for the training image: a local file or an https URL, with its sha256.
+
+    TaskD, MindIO and mindx_elastic are never installed from a package index by name: public
+    projects with those names exist (PLR 构建镜像 installs "TaskD whl安装包的路径"). `validate` and
+    `plan` check what the declaration says (an https URL, a 64-digit sha256, a file name whose
+    distribution and version match); they do not look for the file, since a profile is often
+    validated on a machine without the wheels: `resumable image context` checks that the file
+    exists and matches its sha256 when it builds the image.
+    """
+
+    file: Optional[str] = field(
+        default=None,
+        metadata=spec(
+            "Path of the .whl file on the machine that builds the image (relative to the profile's "
+            "directory); its name must carry the wheel's distribution and version (PEP427).",
+            example="wheels/taskd-7.3.0-py3-none-linux_aarch64.whl",
+            format=F.FILE_PATH,
+        ),
+    )
+    url: Optional[str] = field(
+        default=None, metadata=spec("https URL of the .whl file (instead of file); give sha256 with it.")
+    )
+    sha256: Optional[str] = field(
+        default=None, metadata=spec("sha256 of the .whl file (64 hex digits); checked before it is installed.")
+    )
+
+
+@dataclass
 class Image:
     """The training image's software."""
 
-    name: Optional[str] = field(default=None, metadata=spec("Training image reference (registry/name:tag)."))
-    base: Optional[str] = field(default=None, metadata=spec("Base image the training image is built from."))
-    framework: str = field(default="pytorch", metadata=spec("Framework.", choices=["pytorch", "mindspore"]))
+    name: Optional[str] = field(
+        default=None,
+        metadata=spec(
+            "Training image reference (registry/name:tag) the job templates run (plan.jobs[].image.name); "
+            "null = the deployment builds and names it.",
+            format=F.IMAGE,
+        ),
+    )
+    base: Optional[str] = field(
+        default=None, metadata=spec("Base image the training image is built from.", format=F.IMAGE)
+    )
+    framework: Framework = field(default="pytorch", metadata=spec("Framework."))
     torch: Optional[str] = field(default=None, metadata=spec("PyTorch version.", version=True))
     torch_npu: Optional[str] = field(
         default=None,
         metadata=spec(
-            "torch_npu version: the pip version (2.1.0.post8) or the FrameworkPTAdapter release (6.0.RC3).",
+            "torch_npu version: the pip version (2.1.0.post8) or the FrameworkPTAdapter release (6.0.RC3); "
+            "a pip version is looked up in the published version table (PTA, docs/rules.md).",
             version=True,
         ),
     )
     framework_pt_adapter: Optional[str] = field(
         default=None,
         metadata=spec(
-            "FrameworkPTAdapter release of torch_npu (6.0.RC3, 7.3.0); needed for the watchdog and "
-            "Parallel Store gates when torch_npu is given as a pip version.",
+            "FrameworkPTAdapter release of torch_npu (6.0.RC3, 7.3.0); needed for the watchdog, "
+            "Parallel Store and RankTable gates only when torch_npu is a pip version the published "
+            "table does not list; must agree with the table otherwise (PTA).",
             version=True,
         ),
     )
@@ -185,6 +276,14 @@ class Image:
         default=None,
         metadata=spec("Legacy Elastic Agent (mindx_elastic) wheel version (null: not installed).", version=True),
     )
+    wheels: Dict[WheelName, Wheel] = field(
+        default_factory=dict,
+        metadata=spec(
+            "The vendor wheel files the image recipe installs, by name (taskd, mindio_ttp, mindio_acp, "
+            "mindx_elastic); each a file or an https URL with an optional sha256. Every declared wheel "
+            "is installed; the ones the recovery settings need must be declared (PLR 构建镜像)."
+        ),
+    )
 
 
 @dataclass
@@ -202,7 +301,8 @@ class Hccl:
     exec_timeout: Optional[int] = field(
         default=None,
         metadata=spec(
-            "HCCL_EXEC_TIMEOUT in seconds, 0 = never; null = CANN default (1836 on A2) (HA-CANN-EXEC).",
+            "HCCL_EXEC_TIMEOUT in seconds, 0 = never; null = CANN default (1836 on A2) (HA-CANN-EXEC). "
+            "The upper bound 2147483647 is this project's limit (PROJECT).",
             minimum=0,
             maximum=2147483647,
         ),
@@ -213,18 +313,18 @@ class Hccl:
 class Recovery:
     """Recovery intent: what MindCluster may do when a fault hits."""
 
-    fault_scheduling: str = field(
+    fault_scheduling: FaultScheduling = field(
         default="grace",
         metadata=spec(
-            "Label fault-scheduling: grace (graceful delete, then force after grace-over-time), force, "
-            "or off (no resumable training) (YAMLCFG; RT04).",
-            choices=["grace", "force", "off"],
+            "Label fault-scheduling: grace (graceful delete, then force after grace-over-time), force "
+            "(immediate delete; not with the host network), or off (no resumable training) (YAMLCFG; RT04).",
         ),
     )
     fault_retry_times: Optional[int] = field(
         default=None,
         metadata=spec(
-            "Label fault-retry-times: unconditional retries on service-plane faults; null = unset.",
+            "Label fault-retry-times: unconditional retries on service-plane faults; null = unset "
+            "(K8S Pod labels table, range 0 to 100).",
             minimum=0,
             maximum=100,
         ),
@@ -236,65 +336,85 @@ class Recovery:
         default_factory=list,
         metadata=spec(
             "Annotation recover-strategy: process-level strategies, any of retry, recover, "
-            "recover-in-place, elastic-training, dump, exit (seed 配置进程级别重调度).",
+            "recover-in-place, elastic-training, dump, exit (PLR 准备任务YAML).",
+            format=F.TOKEN,
         ),
     )
-    watchdog: str = field(
+    watchdog: AutoOnOff = field(
         default="auto",
         metadata=spec(
-            "Watchdog fault detection: auto (on where supported and allowed), on, off (seed 恢复时间优化 表1).",
-            choices=["auto", "on", "off"],
+            "Watchdog fault detection: auto (on where the image supports it and no process-level "
+            "strategy forbids it; left at the vendor default when support is unknown), on, off (RTO 表1).",
         ),
     )
     max_restarts: Optional[int] = field(
         default=None,
         metadata=spec(
-            "torchrun --max_restarts: faults tolerated inside the container; null = 32767 (seed 表2).",
+            "torchrun --max_restarts: faults tolerated inside the container, an integer; null = the TaskD "
+            "default 32767 (RTO 表2). The range 0 to 32767 is this project's limit (PROJECT). torchrun "
+            "only: msrun has no such option (MS-MSRUN).",
             minimum=0,
             maximum=32767,
         ),
     )
     monitor_interval: Optional[int] = field(
         default=None,
-        metadata=spec("torchrun --monitor_interval in seconds; null = 5 (seed 表2).", minimum=1, maximum=3600),
+        metadata=spec(
+            "torchrun --monitor_interval in seconds, an integer; null = 5 (RTO 表2). The range 1 to 3600 is "
+            "this project's limit (PROJECT). torchrun only: msrun has no such option (MS-MSRUN).",
+            minimum=1,
+            maximum=3600,
+        ),
     )
-    sub_health: str = field(
+    sub_health: SubHealth = field(
         default="ignore",
         metadata=spec(
             "Label subHealthyStrategy (VCAPI; RT05).",
-            choices=["ignore", "graceExit", "forceExit", "hotSwitch"],
         ),
     )
     wait_reschedule_timeout: Optional[int] = field(
         default=None,
-        metadata=spec("Annotation wait-reschedule-timeout in seconds; null = 270 (RT04).", minimum=30, maximum=270),
+        metadata=spec(
+            "Annotation wait-reschedule-timeout in seconds; null = 270 (YAMLCFG, range 30 to 270).",
+            minimum=30,
+            maximum=270,
+        ),
     )
     graceful: bool = field(
         default=False,
         metadata=spec("Deprecated graceful fault tolerance (device plugin -hotReset=1) (RT01)."),
     )
-    taskd_process_enable: str = field(
+    taskd_process_enable: AutoOnOff = field(
         default="auto",
         metadata=spec(
             "TASKD_PROCESS_ENABLE: auto (as the release needs), on, off (RT04).",
-            choices=["auto", "on", "off"],
         ),
     )
-    termination_grace_period: int = field(
-        default=600,
+    termination_grace_period: Optional[int] = field(
+        default=None,
         metadata=spec(
-            "Pod terminationGracePeriodSeconds; must stay below Volcano grace-over-time (YAMLCFG).",
+            "Pod terminationGracePeriodSeconds; must stay below Volcano grace-over-time (YAMLCFG); null = not "
+            "set (the Kubernetes default, 30 s). The range 0 to 86400 is this project's limit (PROJECT).",
             minimum=0,
             maximum=86400,
         ),
     )
-    restart_policy: str = field(
+    backoff_limit: Optional[int] = field(
+        default=None,
+        metadata=spec(
+            "Most job reschedules: AscendJob runPolicy.backoffLimit, Volcano Job maxRetry; null = not set "
+            "(unlimited for an AscendJob, 3 for a Volcano Job) (YAMLCFG).",
+            minimum=1,
+            maximum=100000,
+        ),
+    )
+    restart_policy: RestartPolicy = field(
         default="Never",
-        metadata=spec("Replica restartPolicy.", choices=["Never", "OnFailure", "Always", "ExitCode"]),
+        metadata=spec("Replica restartPolicy."),
     )
     ttp_port: Optional[int] = field(
         default=8000,
-        metadata=spec("MindIO TTP controller port (TTP_PORT, port ttp-port).", minimum=1, maximum=65535),
+        metadata=spec("MindIO TTP controller port (TTP_PORT, port ttp-port; RT06).", minimum=1, maximum=65535),
     )
 
 
@@ -302,24 +422,32 @@ class Recovery:
 class Compile:
     """Operator compilation: binaries, a compile cache on shared storage, or the framework default."""
 
-    mode: str = field(
+    mode: CompileMode = field(
         default="default",
         metadata=spec(
             "binaries (jit_compile=False), cache (jit_compile=True + ASCEND_CACHE_PATH on shared storage), "
-            "or default (seed 恢复时间优化 表9/表10).",
-            choices=["binaries", "cache", "default"],
+            "or default (RTO 表9/表10). On MindSpore (2.5.0+) the launcher calls op_compile(False/True) "
+            "instead of torch.npu.set_compile_mode (MS-OPCOMPILE).",
         ),
     )
     cache_path: str = field(
         default="/job/op_cache",
-        metadata=spec("ASCEND_CACHE_PATH: where the shared compile cache is mounted."),
+        metadata=spec(
+            "ASCEND_CACHE_PATH: where the shared compile cache is mounted (RTO 表10).", format=F.CONTAINER_PATH
+        ),
     )
     max_op_cache_size: Optional[int] = field(
         default=None,
-        metadata=spec("ASCEND_MAX_OP_CACHE_SIZE; null = -1 on shared storage (seed 表10).", minimum=-1),
+        metadata=spec(
+            "ASCEND_MAX_OP_CACHE_SIZE; null = -1 on shared storage (RTO 表10).", minimum=-1, maximum=2**31 - 1
+        ),
     )
     mindspore_graph_cache: bool = field(
-        default=False, metadata=spec("MindSpore graph cache (MS_COMPILER_CACHE_ENABLE) on shared storage.")
+        default=False,
+        metadata=spec(
+            "MindSpore graph cache (MS_COMPILER_CACHE_ENABLE, MS_COMPILER_CACHE_PATH=<cache_path>/ms) on "
+            "the shared compile-cache volume (RT05)."
+        ),
     )
 
 
@@ -327,9 +455,17 @@ class Compile:
 class Checkpoint:
     """Checkpoints: where, how often, dying-gasp dump and MindIO ACP."""
 
-    path: str = field(default="/job/ckpt", metadata=spec("Checkpoint directory inside the pods (shared storage)."))
+    path: str = field(
+        default="/job/ckpt",
+        metadata=spec("Checkpoint directory inside the pods (shared storage).", format=F.CONTAINER_PATH),
+    )
     interval_minutes: float = field(
-        default=60.0, metadata=spec("Minutes between periodic checkpoints.", minimum=0.1, maximum=100000)
+        default=60.0,
+        metadata=spec(
+            "Minutes between periodic checkpoints (range: this project's limit, PROJECT).",
+            minimum=0.1,
+            maximum=100000,
+        ),
     )
     dump: bool = field(
         default=False,
@@ -338,7 +474,7 @@ class Checkpoint:
     mindio_acp: bool = field(default=False, metadata=spec("MindIO ACP asynchronous checkpointing (RT05)."))
     load_seconds: Optional[float] = field(
         default=None,
-        metadata=spec("Measured checkpoint load time for the budget; null = estimate.", minimum=0),
+        metadata=spec("Measured checkpoint load time for the budget; null = estimate.", minimum=0, maximum=DAY),
     )
 
 
@@ -346,17 +482,39 @@ class Checkpoint:
 class Budget:
     """Estimates the recovery-time budget starts from; measured values beat defaults."""
 
-    step_seconds: float = field(default=10.0, metadata=spec("Seconds per training step.", minimum=0.001))
+    step_seconds: float = field(default=10.0, metadata=spec("Seconds per training step.", minimum=0.001, maximum=DAY))
     compile_seconds: float = field(
-        default=600.0, metadata=spec("Cold operator compile time after a restart, in seconds.", minimum=0)
+        default=600.0,
+        metadata=spec("Cold operator compile time after a restart, in seconds.", minimum=0, maximum=DAY),
     )
     comm_init_seconds: Optional[float] = field(
         default=None,
-        metadata=spec("Collective-communication init time; null = estimate from scale.", minimum=0),
+        metadata=spec("Collective-communication init time; null = estimate from scale.", minimum=0, maximum=DAY),
     )
     pod_start_seconds: float = field(
-        default=120.0, metadata=spec("Seconds to pull/start one training pod on a node.", minimum=0)
+        default=120.0, metadata=spec("Seconds to pull/start one training pod on a node.", minimum=0, maximum=DAY)
     )
+
+
+@dataclass
+class JobVolume:
+    """A volume of the user's own (code, data, output) mounted into every pod of the job."""
+
+    name: str = field(default="", metadata=spec("Volume name.", required=True, dns_name=True))
+    mount_path: str = field(
+        default="", metadata=spec("Absolute path inside the container.", required=True, example="/job/code")
+    )
+    host_path: Optional[str] = field(
+        default=None, metadata=spec("A directory on every node (e.g. an NFS mount the nodes share).")
+    )
+    claim: Optional[str] = field(
+        default=None,
+        metadata=spec(
+            "An existing PersistentVolumeClaim in the job's namespace (instead of host_path).",
+            format=F.DNS_SUBDOMAIN,
+        ),
+    )
+    read_only: bool = field(default=False, metadata=spec("Mount read-only."))
 
 
 @dataclass
@@ -365,18 +523,23 @@ class Job:
 
     name: str = field(default="", metadata=spec("Job name.", required=True, dns_name=True))
     namespace: str = field(default="default", metadata=spec("Namespace.", dns_name=True))
-    kind: str = field(
+    kind: JobKind = field(
         default="ascendjob",
-        metadata=spec("ascendjob (Ascend Operator) or vcjob (Volcano Job).", choices=["ascendjob", "vcjob"]),
+        metadata=spec("ascendjob (Ascend Operator) or vcjob (Volcano Job)."),
     )
     image: Image = field(default_factory=Image, metadata=spec("The training image's software."))
-    nodes: int = field(default=1, metadata=spec("Number of nodes (one pod per node).", minimum=1, maximum=20000))
-    npus_per_node: int = field(default=8, metadata=spec("NPUs per node.", minimum=1, maximum=16))
-    launcher: str = field(
-        default="torchrun",
-        metadata=spec("Launcher.", choices=["torchrun", "torch_npu_run", "msrun"]),
+    nodes: int = field(
+        default=1,
+        metadata=spec("Number of nodes (one pod per node; at most 20000 replicas, INST08).", minimum=1, maximum=20000),
     )
-    script: str = field(default="train.py", metadata=spec("Training entry script the launcher starts."))
+    npus_per_node: int = field(default=8, metadata=spec("NPUs per node (YAMLCFG: 1 to 16).", minimum=1, maximum=16))
+    launcher: Launcher = field(
+        default="torchrun",
+        metadata=spec("Launcher."),
+    )
+    script: str = field(
+        default="train.py", metadata=spec("Training entry script the launcher starts.", format=F.FILE_PATH)
+    )
     script_args: List[str] = field(default_factory=list, metadata=spec("Arguments of the training script."))
     ranktable: bool = field(
         default=False,
@@ -387,11 +550,10 @@ class Job:
     compile: Compile = field(default_factory=Compile, metadata=spec("Operator compilation."))
     checkpoint: Checkpoint = field(default_factory=Checkpoint, metadata=spec("Checkpoints."))
     budget: Budget = field(default_factory=Budget, metadata=spec("Recovery-time budget estimates."))
-    taskd_manager: str = field(
+    taskd_manager: TaskdManagerChoice = field(
         default="auto",
         metadata=spec(
             "Where the TaskD Manager runs: auto, rank0 (PyTorch), scheduler (MindSpore scheduler pod), off.",
-            choices=["auto", "rank0", "scheduler", "off"],
         ),
     )
     taskd_port: int = field(
@@ -399,11 +561,37 @@ class Job:
     )
     env: Dict[str, str] = field(
         default_factory=dict,
-        metadata=spec("Extra container environment (checked against what the plan sets)."),
+        metadata=spec(
+            'Extra container environment. A variable the plan owns (docs/profile.md, "Environment the plan '
+            'owns") is read as its profile field where that is auto or null, and must agree with it '
+            "otherwise; nothing here is dropped or overridden. Values may span lines.",
+            key_format=F.ENV_NAME,
+            multiline=True,
+        ),
     )
     schedule_policy: Optional[str] = field(
         default=None,
-        metadata=spec("Annotation huawei.com/schedule_policy, e.g. chip8-node8 (VCAPI Table 3)."),
+        metadata=spec("Annotation huawei.com/schedule_policy, e.g. chip8-node8 (VCAPI Table 3).", format=F.TOKEN),
+    )
+    host_network: Optional[bool] = field(
+        default=None,
+        metadata=spec("hostNetwork of this job's pods; null = cluster.host_network (YAMLCFG)."),
+    )
+    volumes: List[JobVolume] = field(
+        default_factory=list,
+        metadata=spec("The user's volumes (code, data, output): a host path or an existing claim each (RT06)."),
+    )
+    tor_affinity: Optional[TorAffinity] = field(
+        default=None,
+        metadata=spec("Label tor-affinity: switch-affinity scheduling (INST05); null = not set."),
+    )
+    sp_block: Optional[int] = field(
+        default=None,
+        metadata=spec(
+            "Annotation sp-block: logical SuperPoD size in NPUs for Atlas A3 SuperPoD jobs (YAMLCFG); null = not set.",
+            minimum=1,
+            maximum=100000,
+        ),
     )
 
 
@@ -415,30 +603,41 @@ class Profile:
     scheduler: Scheduler = field(default_factory=Scheduler, metadata=spec("Scheduling-stack settings."))
     storage: Storage = field(default_factory=Storage, metadata=spec("Shared storage."))
     jobs: List[Job] = field(default_factory=list, metadata=spec("Job templates.", required=True, min_items=1))
+    acknowledge: List[str] = field(
+        default_factory=list,
+        metadata=spec(
+            "Ids of warning rules you have read and accept for this profile; an acknowledged warning is "
+            "listed as a plan note and no longer fails `validate --strict`. An unknown id, or the id of "
+            "a rule that only reports errors, is an error.",
+            format=F.TOKEN,
+        ),
+    )
 
 
 def load_profile(path: str) -> Profile:
-    """Read and bind a profile file; every failure is a :class:`ProfileError` naming the file."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except FileNotFoundError:
-        raise ProfileError("no such file", path, "Check the path (see examples/ for profiles).") from None
-    except IsADirectoryError:
-        raise ProfileError("is a directory, not a profile file", path, "Name a .yaml file.") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ProfileError("cannot be read (%s)" % exc, path, "Check the file's permissions and encoding.") from None
+    """Read and bind a profile file; every failure is a :class:`ProfileError` naming the file.
+
+    Only a regular file of at most :data:`~resumable.fileio.PROFILE_MAX_BYTES` is read (a FIFO or
+    a device is refused at once, never waited on)."""
+    text = read_text(
+        path,
+        what="profile",
+        limit=PROFILE_MAX_BYTES,
+        error=ProfileError,
+        fix="Name a profile .yaml file (see examples/)",
+    )
     return parse_profile(text, path)
 
 
 def parse_profile(text: str, source: str = "<profile>") -> Profile:
-    try:
-        data: Any = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = source if mark is None else "%s line %d column %d" % (source, mark.line + 1, mark.column + 1)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ProfileError("is not valid YAML (%s)" % problem, where, "Fix the YAML syntax there.") from None
+    """Bind profile text (YAML) read from ``source``; see :mod:`resumable.safeyaml` for the limits."""
+    if len(text) > PROFILE_MAX_BYTES:
+        raise ProfileError(
+            "is %d characters; a profile is at most %s" % (len(text), size_text(PROFILE_MAX_BYTES)),
+            source,
+            "Split it or remove what is not a profile",
+        )
+    data: Any = safeyaml.load(text, source, safeyaml.PROFILE, ProfileError, "Fix the YAML there")
     if data is None:
         raise ProfileError("is empty", source, "Start from a file in examples/.")
     try:

@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 import pytest
 import yaml
@@ -82,9 +82,11 @@ def test_strict_fails_exactly_where_warnings_exist(capsys: pytest.CaptureFixture
         assert out.startswith("OK ")
 
 
-def test_strict_is_exercised_by_at_least_one_example(capsys: pytest.CaptureFixture[str]) -> None:
-    codes = [run(capsys, "validate", "--strict", str(p))[0] for p in EXAMPLES]
-    assert 2 in codes, "no example has a warning; --strict is not tested"
+def test_every_example_passes_strict(capsys: pytest.CaptureFixture[str]) -> None:
+    for p in EXAMPLES:
+        code, out, err = run(capsys, "validate", "--strict", str(p))
+        assert code == 0, err
+        assert out.startswith("OK %s" % p)
 
 
 def test_validate_mixed_good_and_bad_reports_both(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -127,14 +129,16 @@ def test_plan_text(capsys: pytest.CaptureFixture[str], example: Path) -> None:
     assert (code2, out2) == (code, out)
 
 
-def test_plan_strict_refuses_warnings(capsys: pytest.CaptureFixture[str]) -> None:
-    warned = [p for p in EXAMPLES if run(capsys, "validate", "--strict", str(p))[0] == 2]
-    if not warned:
-        pytest.skip("no example has warnings")
-    code, out, err = run(capsys, "plan", "--strict", "--format", "json", str(warned[0]))
+def test_plan_strict_refuses_warnings(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    doc = yaml.safe_load(EXAMPLES[-1].read_text(encoding="utf-8"))
+    doc["jobs"][0]["recovery"]["fault_scheduling"] = "force"  # process-level-grace warns
+    path = write(tmp_path, yaml.safe_dump(doc))
+    assert run(capsys, "plan", "--format", "json", path)[0] == 0
+    code, out, err = run(capsys, "plan", "--strict", "--format", "json", path)
     assert code == 2
     assert out == ""
-    assert "INVALID" in err and "Traceback" not in err
+    assert "[process-level-grace]" in err and "strict" in err and "Traceback" not in err
+    assert_one_paragraph(err)
 
 
 # --- schema -------------------------------------------------------------------------------------------
@@ -152,6 +156,7 @@ def test_schema_is_valid_json_schema_and_accepts_every_example(capsys: pytest.Ca
         errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.path))
         assert not errors, "%s: %s" % (example.name, [e.message for e in errors])
     # and it is strict: the same mistakes the loader rejects
+    bad: Dict[str, Any]
     for bad in ({"clustr": {}}, {"cluster": {"mindcluster": "7.3.0"}}, {"cluster": {}, "jobs": [{"name": "a"}]}):
         assert not validator.is_valid(bad), bad
 
@@ -294,10 +299,10 @@ def test_unreadable_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
 
 def test_rule_error_exits_2_and_names_the_rule(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = write(tmp_path, MINIMAL + "  - name: a\n")  # two jobs with one name
-    code, out, _ = run(capsys, "validate", path)
-    assert code == 2
-    assert out.startswith("INVALID %s" % path)
-    assert "ERROR [unique-job-names]" in out
+    code, out, err = run(capsys, "validate", path)
+    assert code == 2 and out == ""
+    assert err.startswith("INVALID %s" % path)
+    assert "ERROR [unique-job-names]" in err
     assert "unique-job-names" in REGISTRY
     code, out, err = run(capsys, "plan", "--format", "json", path)
     assert code == 2 and out == ""
@@ -309,6 +314,65 @@ def test_unicode_digit_version_is_invalid_not_internal(capsys: pytest.CaptureFix
     code, _, err = run(capsys, "validate", path)
     assert_one_paragraph(err)
     assert code == 2
+
+
+def test_rule_errors_go_to_stderr_for_every_command(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = write(tmp_path, MINIMAL + "  - name: a\n")  # two jobs with one name
+    for argv in (
+        ["validate", path],
+        ["validate", "--strict", path],
+        ["plan", path],
+        ["plan", "--format", "json", path],
+        ["plan", "--format", "yaml", path],
+        ["render", path, "--out", str(tmp_path / "stack")],
+    ):
+        code, out, err = run(capsys, *argv)
+        assert code == 2, argv
+        assert out == "", argv
+        assert "[unique-job-names]" in err and "Traceback" not in err, argv
+    assert not (tmp_path / "stack").exists()
+
+
+def test_plan_shows_control_characters_escaped(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Only env values may hold line breaks and tabs; the text plan prints them as escapes, so a
+    value cannot add lines that look like the plan's own."""
+    doc = yaml.safe_load(EXAMPLES[0].read_text(encoding="utf-8"))
+    doc["jobs"][0]["env"] = {"EXTRA_CONFIG": "a: 1\nfindings:\n\tnone"}
+    path = write(tmp_path, yaml.safe_dump(doc))
+    code, out, err = run(capsys, "plan", path)
+    assert code == 0, err
+    line = next(x for x in out.splitlines() if "EXTRA_CONFIG" in x)
+    assert line.strip().startswith("EXTRA_CONFIG=a: 1\\nfindings:\\n\\tnone")
+    assert not [x for x in out.splitlines() if x.startswith("findings")]
+    assert all(ch == "\n" or ch >= " " for ch in out)
+    code, out, _ = run(capsys, "plan", "--format", "json", path)
+    env = {e["name"]: e["value"] for e in json.loads(out)["jobs"][0]["replicas"][0]["env"]}
+    assert env["EXTRA_CONFIG"] == "a: 1\nfindings:\n\tnone"
+
+
+def test_plan_prints_the_launch_command_shell_quoted(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    import shlex
+
+    args = ["--data=/mnt/my data", "$(touch /tmp/pwned)", "it's", "--lr=0.1", ""]
+    doc = yaml.safe_load(EXAMPLES[0].read_text(encoding="utf-8"))
+    doc["jobs"][0]["script"] = "my train.py"
+    doc["jobs"][0]["script_args"] = args
+    path = write(tmp_path, yaml.safe_dump(doc))
+    code, out, err = run(capsys, "plan", path)
+    assert code == 0, err
+    command = next(x for x in out.splitlines() if x.strip().startswith("launcher:")).split(":", 1)[1]
+    words = shlex.split(command)
+    assert words[-len(args) - 1 :] == ["my train.py", *args]
+    assert "--lr=0.1" in command.split() and "'$(touch /tmp/pwned)'" in command
+    assert any(w.endswith("=$RANK") or w.endswith("=$MS_NODE_RANK") for w in command.split())
+
+
+def test_unquoted_on_for_watchdog_says_quote_it(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = write(tmp_path, MINIMAL + "    recovery: {watchdog: on}\n")
+    code, _, err = run(capsys, "validate", path)
+    assert code == 2
+    assert_one_paragraph(err)
+    assert "jobs[0].recovery.watchdog" in err and "boolean true" in err and 'quote it, e.g. "on"' in err
 
 
 # --- internal errors --------------------------------------------------------------------------------------

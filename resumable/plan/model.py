@@ -9,6 +9,20 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict, List, Optional
 
+from ..choices import (
+    Arch,
+    Chip,
+    CompileMode,
+    ContainerRuntime,
+    Framework,
+    HotReset,
+    Launcher,
+    PullPolicy,
+    TaskdManagerWhere,
+    WheelName,
+)
+from ..rules.base import Violation
+
 
 def _plain(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -37,30 +51,31 @@ class Note(PlanPart):
 
 @dataclasses.dataclass
 class SchedulerPlan(PlanPart):
-    """Settings of the MindCluster scheduling stack (consumed by ``resumable.stack``)."""
+    """Settings of the MindCluster scheduling stack (consumed by ``resumable.manifests``).
+
+    Each setting is held once, typed; the builders render it into the component's flag or
+    ``init-params`` entry (``-hotReset``, ``-listWatchPeriod``, ``-reportInterval``,
+    ``grace-over-time``).
+    """
 
     release: str
     stack_release: Optional[str]  # the release whose manifests are deployed; None: not deployable
-    arch: str  # aarch64 | x86_64
+    arch: Arch
     kubernetes: str
-    container_runtime: str  # containerd | docker
+    container_runtime: ContainerRuntime
     volcano_version: str
     volcano_plugin_name: str
     image_registry: str
-    image_pull_policy: Optional[str]
+    image_pull_policy: Optional[PullPolicy]
     image_pull_secrets: List[str]
-    #: device plugin arguments the resilience settings require, e.g. {"-hotReset": "2"}
-    device_plugin_args: Dict[str, str]
-    #: NodeD arguments, e.g. {"-reportInterval": "5"}
-    noded_args: Dict[str, str]
-    #: Volcano scheduler ``init-params`` overrides, e.g. {"grace-over-time": "900"}
-    volcano_init_params: Dict[str, str]
+    #: Volcano init-param grace-over-time, seconds
     grace_over_time: int
-    hot_reset: Optional[int]
+    #: device plugin -hotReset; None: the plugin default (off)
+    hot_reset: Optional[HotReset]
+    #: device plugin -listWatchPeriod, seconds
     list_watch_period: int
+    #: NodeD -reportInterval, seconds
     report_interval: int
-    node_selector_master: Dict[str, str]
-    node_selector_worker: Dict[str, str]
     resources: Dict[str, Dict[str, str]]  # component -> {"cpu": "...", "memory": "..."}
     notes: List[Note]
 
@@ -97,6 +112,31 @@ class Volume(PlanPart):
     read_only: bool = False
     size_limit: Optional[str] = None
     reason: str = ""
+    #: the ConfigMap of a config_map volume
+    config_map: Optional[str] = None
+    #: hostPath type (Directory, DirectoryOrCreate, File, ...); None: unchecked
+    host_path_type: Optional[str] = None
+
+
+@dataclasses.dataclass
+class ConfigMapPlan(PlanPart):
+    """A ConfigMap the job's pods mount (reset-config, rings-config, the profile)."""
+
+    name: str
+    labels: Dict[str, str]
+    data: Dict[str, str]
+    #: filled with the profile's text by the deployment (the plan does not hold it)
+    holds_profile: bool = False
+    reason: str = ""
+
+
+@dataclasses.dataclass
+class VolcanoPolicy(PlanPart):
+    """A lifecycle policy of a Volcano Job (event -> action)."""
+
+    event: str
+    action: str
+    reason: str = ""
 
 
 @dataclasses.dataclass
@@ -108,12 +148,16 @@ class ReplicaPlan(PlanPart):
     npus: int
     restart_policy: str
     host_network: bool
-    termination_grace_period_seconds: int
+    #: None: not set in the pod (the Kubernetes default)
+    termination_grace_period_seconds: Optional[int]
     ports: List[Port]
     env: List[EnvVar]
     runs_taskd_manager: bool
     labels: Dict[str, str]
     annotations: Dict[str, str]
+    #: extended resources, requests equal to limits (YAMLCFG), e.g. {"huawei.com/Ascend910": "8"}
+    resources: Dict[str, str] = dataclasses.field(default_factory=dict)
+    node_selector: Dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -128,19 +172,45 @@ class SharedVolumePlan(PlanPart):
     path: Optional[str]
     storage_class: Optional[str]
     size: str
+    #: namespaces of the jobs that mount it (one claim in each)
+    namespaces: List[str] = dataclasses.field(default_factory=list)
+    reclaim_policy: str = "Retain"
+
+
+@dataclasses.dataclass
+class WheelPlan(PlanPart):
+    """A vendor wheel the image installs: from a file or URL, checked against sha256 when given,
+    never from a package index by name."""
+
+    name: WheelName
+    version: Optional[str]
+    #: absolute path on the machine that builds the image (resolved against the profile's directory)
+    file: Optional[str]
+    url: Optional[str]
+    sha256: Optional[str]
+    reason: str
 
 
 @dataclasses.dataclass
 class ImagePlan(PlanPart):
     """How the training image must be built for the chosen recovery features."""
 
+    #: the image reference the jobs run (image.name), None: built and named by the deployment
+    name: Optional[str]
     base: Optional[str]
-    framework: str
-    wheels: List[str]
+    framework: Framework
+    wheels: List[WheelPlan]
     runpy_patch: Optional[str]  # the import line inserted before the anchor in torch/distributed/run.py
     runpy_anchor: Optional[str]  # "import os" (TaskD) or "import logging" (mindx_elastic)
-    dockerfile: List[str]
+    #: the run user every image and host shares (name, uid = gid)
+    user: str
+    uid: int
     notes: List[Note]
+    #: the software the profile says the image has (``resumable doctor`` compares what is installed)
+    torch: Optional[str] = None
+    torch_npu: Optional[str] = None
+    cann: Optional[str] = None
+    mindspore: Optional[str] = None
 
 
 @dataclasses.dataclass
@@ -148,7 +218,7 @@ class TaskdManagerPlan(PlanPart):
     """Where the TaskD Manager runs and the config it is started with (TASKDAPI 04)."""
 
     enabled: bool
-    where: str  # "rank0" | "scheduler" | "none"
+    where: TaskdManagerWhere
     condition: str  # the shell test the launcher uses
     job_id_env: str
     node_nums: int
@@ -160,14 +230,27 @@ class TaskdManagerPlan(PlanPart):
 class LauncherPlan(PlanPart):
     """What the in-image launcher (``resumable launch``) does."""
 
-    launcher: str  # torchrun | torch_npu_run | msrun
+    launcher: Launcher
     args: List[str]
     env: List[EnvVar]
     ld_preload: List[str]
     taskd_manager: TaskdManagerPlan
-    compile_mode: str  # binaries | cache | default
+    compile_mode: CompileMode
+    #: False = operator binaries, True = online compilation (with the cache), None = framework default
     jit_compile: Optional[bool]
+    #: the call the launcher makes in each training process for jit_compile: torch.npu.set_compile_mode
+    #: on PyTorch (RTO 表9/表10), mindspore...op_tuning.op_compile on MindSpore (MS-OPCOMPILE)
+    compile_call: Optional[str]
     notes: List[Note]
+    #: ``args`` split: the launcher's own options (``$VAR`` read from the container environment), then
+    #: the training script and its arguments (``resumable launch -- SCRIPT ARGS`` replaces those two)
+    options: List[str] = dataclasses.field(default_factory=list)
+    script: str = ""
+    script_args: List[str] = dataclasses.field(default_factory=list)
+    #: job-scoped log directory (``$(VAR)`` expanded in the container): recovery timeline, manager log
+    log_dir: str = ""
+    #: each restart attempt's workers use their own key prefix on the agent's TCPStore (torch >= 2.6)
+    attempt_store_prefix: bool = False
 
 
 @dataclasses.dataclass
@@ -200,7 +283,7 @@ class JobPlan(PlanPart):
     name: str
     namespace: str
     kind: str  # AscendJob | Job (Volcano)
-    framework: str
+    framework: Framework
     levels: List[str]  # the recovery ladder, first tried first
     strategies: List[str]
     labels: Dict[str, str]
@@ -211,12 +294,28 @@ class JobPlan(PlanPart):
     launcher: LauncherPlan
     budget: BudgetPlan
     notes: List[Note]
+    api_version: str = ""
+    scheduler_name: str = ""
+    #: the training container's command: ``resumable launch -- SCRIPT ARGS``
+    command: List[str] = dataclasses.field(default_factory=list)
+    config_maps: List[ConfigMapPlan] = dataclasses.field(default_factory=list)
+    #: AscendJob runPolicy.backoffLimit / Volcano Job maxRetry; None: not set
+    backoff_limit: Optional[int] = None
+    #: pods that must be schedulable together (gang scheduling)
+    min_available: int = 0
+    #: Volcano Job policies (empty for an AscendJob)
+    policies: List[VolcanoPolicy] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
 class NodePlan(PlanPart):
     """What every compute node needs (consumed by the Ansible roles)."""
 
+    #: NPU driver/firmware (HDK) version the nodes must run (cluster.hdk), None: not pinned
+    hdk: Optional[str]
+    chip: Chip
+    accelerator_type: str
+    arch: Arch
     labels: Dict[str, str]
     master_labels: Dict[str, str]
     users: List[Dict[str, Any]]
@@ -226,21 +325,6 @@ class NodePlan(PlanPart):
     ranktable_dirs: List[str]
     nofile_limit: Optional[int]
     notes: List[Note]
-    #: cluster.hdk: the NPU driver/firmware (HDK) version the nodes must run; None = not managed
-    hdk: Optional[str]
-    chip: str  # cluster.chip: ascend-910 | ascend-910b | ascend-npu
-    accelerator_type: str  # cluster.accelerator_type, e.g. module-910b-8
-    arch: str  # cluster.arch: aarch64 | x86_64
-
-
-@dataclasses.dataclass
-class Violation(PlanPart):
-    rule: str
-    severity: str  # error | warning
-    paths: List[str]
-    message: str
-    fix: str
-    source: str
 
 
 @dataclasses.dataclass
@@ -251,4 +335,8 @@ class Plan(PlanPart):
     nodes: NodePlan
     storage: List[SharedVolumePlan]
     jobs: List[JobPlan]
+    #: every violation the profile has left: errors (a plan is only handed out without them, see
+    #: :func:`resumable.api.load_plan`) and the warnings not acknowledged in the profile
     violations: List[Violation]
+    #: plan-wide notes, among them the warnings the profile acknowledges
+    notes: List[Note]

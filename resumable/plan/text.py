@@ -1,10 +1,27 @@
-"""The plan as text for people: what will be set where, and the recovery-time budget."""
+"""The plan as text for people: what will be set where, and the recovery-time budget.
+
+Values come from the profile, so the text is made safe to print: control characters are escaped
+(a value cannot move the cursor, clear the terminal or start a line that looks like ours) and the
+launcher command line is shell-quoted.
+"""
 
 from __future__ import annotations
 
+import re
+import shlex
 from typing import List
 
+from ..errors import escape_controls
 from .model import BudgetLine, EnvVar, JobPlan, Plan
+
+# Arguments the plan writes as ``--flag=$VARIABLE``: expanded in the container, so shown unquoted.
+_ENV_REFERENCE = re.compile(r"--[A-Za-z0-9_-]+=\$[A-Za-z_][A-Za-z0-9_]*")
+
+
+def command_line(program: str, args: List[str]) -> str:
+    """``program args...`` as a shell would read it: every argument quoted where it needs to be,
+    except the plan's own ``--flag=$VARIABLE`` references."""
+    return " ".join([shlex.quote(program)] + [a if _ENV_REFERENCE.fullmatch(a) else shlex.quote(a) for a in args])
 
 
 def _env(e: EnvVar) -> str:
@@ -33,13 +50,13 @@ def _job(job: JobPlan) -> List[str]:
         out.extend("    %s: %s" % kv for kv in sorted(job.annotations.items()))
     for r in job.replicas:
         out.append(
-            "  replica %s x%d: %d NPU, restartPolicy %s, terminationGracePeriodSeconds %d, hostNetwork %s%s"
+            "  replica %s x%d: %d NPU, restartPolicy %s, terminationGracePeriodSeconds %s, hostNetwork %s%s"
             % (
                 r.type,
                 r.replicas,
                 r.npus,
                 r.restart_policy,
-                r.termination_grace_period_seconds,
+                "default" if r.termination_grace_period_seconds is None else r.termination_grace_period_seconds,
                 str(r.host_network).lower(),
                 ", runs the TaskD Manager" if r.runs_taskd_manager else "",
             )
@@ -50,14 +67,19 @@ def _job(job: JobPlan) -> List[str]:
     out.extend("    " + _env(e) for e in (job.replicas[0].env if job.replicas else []))
     out.append("  volumes:")
     for v in job.volumes:
-        src = v.claim_name or v.path or v.source
+        src = v.claim_name or v.config_map or v.path or v.source
         out.append("    %s -> %s (%s)" % (v.name, v.mount_path, src))
     img = job.image
-    if img.dockerfile:
-        out.append("  image recipe:")
-        out.extend("    " + line for line in img.dockerfile)
+    if img.wheels or img.runpy_patch:
+        out.append("  image recipe%s:" % (" for %s" % img.name if img.name else ""))
+        for w in img.wheels:
+            where = w.file or w.url or "NO FILE GIVEN (image.wheels.%s)" % w.name
+            sha = " sha256 %s" % w.sha256 if w.sha256 else ""
+            out.append("    wheel %s %s from %s%s" % (w.name, w.version or "", where, sha))
+        if img.runpy_patch:
+            out.append("    torch/distributed/run.py: %r before %r" % (img.runpy_patch, img.runpy_anchor))
     lau = job.launcher
-    out.append("  launcher: %s %s" % (lau.launcher, " ".join(lau.args)))
+    out.append("  launcher: %s" % command_line(lau.launcher, lau.args))
     if lau.ld_preload:
         out.append("    LD_PRELOAD=%s:$LD_PRELOAD" % ":".join(lau.ld_preload))
     m = lau.taskd_manager
@@ -66,7 +88,7 @@ def _job(job: JobPlan) -> List[str]:
             "    TaskD Manager on %s (%s): job_id=$%s node_nums=%d proc_per_node=%d TASKD_PROCESS_ENABLE=%s"
             % (m.where, m.condition, m.job_id_env, m.node_nums, m.proc_per_node, m.process_enable)
         )
-    out.append("    compile mode: %s" % lau.compile_mode)
+    out.append("    compile mode: %s%s" % (lau.compile_mode, " (%s)" % lau.compile_call if lau.compile_call else ""))
     notes = job.notes + img.notes + lau.notes
     if notes:
         out.append("  notes:")
@@ -91,11 +113,12 @@ def render_text(plan: Plan) -> str:
         "scheduler: MindCluster %s (stack %s), Volcano %s with %s, %s"
         % (s.release, s.stack_release or "not deployable", s.volcano_version, s.volcano_plugin_name, s.arch)
     )
-    out.append("  device plugin: %s" % " ".join("%s=%s" % kv for kv in s.device_plugin_args.items()))
-    out.append("  NodeD: %s" % " ".join("%s=%s" % kv for kv in s.noded_args.items()))
-    out.append("  Volcano init-params: %s" % ", ".join("%s=%s" % kv for kv in s.volcano_init_params.items()))
+    hot_reset = "" if s.hot_reset is None else "-hotReset=%d " % s.hot_reset
+    out.append("  device plugin: %s-listWatchPeriod=%d" % (hot_reset, s.list_watch_period))
+    out.append("  NodeD: -reportInterval=%d" % s.report_interval)
+    out.append("  Volcano init-params: grace-over-time=%d" % s.grace_over_time)
     n = plan.nodes
-    out.append("nodes:")
+    out.append("nodes: HDK %s, %s, %s" % (n.hdk or "not pinned", n.chip, n.accelerator_type))
     out.append("  compute labels: %s" % ", ".join("%s=%s" % kv for kv in n.labels.items()))
     out.append("  management labels: %s" % ", ".join("%s=%s" % kv for kv in n.master_labels.items()))
     out.append("  users: %s" % ", ".join("%s(%d)" % (u["name"], u["uid"]) for u in n.users))
@@ -109,9 +132,13 @@ def render_text(plan: Plan) -> str:
             out.append("  %s: %s at %s (%s, %s)" % (vol.name, vol.purpose, vol.mount_path, vol.storage, vol.size))
     for job in plan.jobs:
         out.extend(_job(job))
+    if plan.notes:
+        out.append("")
+        out.append("notes:")
+        out.extend("  - %s [%s]" % (n.text, n.source) for n in plan.notes)
     if plan.violations:
         out.append("")
         out.append("findings:")
         for v in plan.violations:
             out.append("  %s [%s] %s: %s" % (v.severity, v.rule, ", ".join(v.paths), v.message))
-    return "\n".join(out) + "\n"
+    return "".join(escape_controls(line) + "\n" for line in out)

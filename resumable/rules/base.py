@@ -5,12 +5,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional
 
+from ..choices import Severity
 from ..facts import JobFacts, all_job_facts
-from ..plan.model import Violation
 from ..profile import Profile
 
-ERROR = "error"
-WARNING = "warning"
+ERROR: Severity = "error"
+WARNING: Severity = "warning"
+
+
+@dataclass
+class Violation:
+    """A breach of a named rule in one profile: severity, offending profile paths, fix, source."""
+
+    rule: str
+    severity: Severity
+    paths: List[str]
+    message: str
+    fix: str
+    source: str
 
 
 @dataclass
@@ -20,7 +32,7 @@ class Finding:
     paths: List[str]
     message: str
     fix: str
-    severity: Optional[str] = None  # None: the rule's own severity
+    severity: Optional[Severity] = None  # None: the rule's own severity
 
 
 ProfileCheck = Callable[[Profile, List[JobFacts]], Iterable[Finding]]
@@ -31,11 +43,18 @@ JobCheck = Callable[[Profile, JobFacts], Iterable[Finding]]
 class Rule:
     id: str
     title: str
-    severity: str
+    severity: Severity
     source: str
     why: str
     module: str  # the topic: detection, rescheduling, process, ...
     check: ProfileCheck = field(repr=False)
+    #: an error rule some of whose findings are warnings (Finding.severity); those can be acknowledged
+    warns: bool = False
+
+    @property
+    def acknowledgeable(self) -> bool:
+        """Whether ``acknowledge`` may name this rule: it reports warnings."""
+        return self.severity == WARNING or self.warns
 
 
 REGISTRY: Dict[str, Rule] = {}
@@ -55,17 +74,22 @@ def _register(rule_: Rule) -> None:
     REGISTRY[rule_.id] = rule_
 
 
-def profile_rule(id: str, title: str, source: str, severity: str = ERROR) -> Callable[[ProfileCheck], ProfileCheck]:
-    """Register a check over the whole profile. The docstring of the check is the rule's "why"."""
+def profile_rule(
+    id: str, title: str, source: str, severity: Severity = ERROR, warns: bool = False
+) -> Callable[[ProfileCheck], ProfileCheck]:
+    """Register a check over the whole profile. The docstring of the check is the rule's "why".
+    ``warns``: an error rule that also reports some findings as warnings."""
 
     def wrap(fn: ProfileCheck) -> ProfileCheck:
-        _register(Rule(id, title, severity, source, _why(fn), _topic(fn), fn))
+        _register(Rule(id, title, severity, source, _why(fn), _topic(fn), fn, warns))
         return fn
 
     return wrap
 
 
-def job_rule(id: str, title: str, source: str, severity: str = ERROR) -> Callable[[JobCheck], JobCheck]:
+def job_rule(
+    id: str, title: str, source: str, severity: Severity = ERROR, warns: bool = False
+) -> Callable[[JobCheck], JobCheck]:
     """Register a check evaluated once per job."""
 
     def wrap(fn: JobCheck) -> JobCheck:
@@ -73,15 +97,17 @@ def job_rule(id: str, title: str, source: str, severity: str = ERROR) -> Callabl
             for f in facts:
                 yield from fn(profile, f)
 
-        _register(Rule(id, title, severity, source, _why(fn), _topic(fn), over_jobs))
+        _register(Rule(id, title, severity, source, _why(fn), _topic(fn), over_jobs, warns))
         return fn
 
     return wrap
 
 
-def evaluate(profile: Profile) -> List[Violation]:
-    """Every violation of every rule, errors first, in rule-registration order otherwise."""
-    facts = all_job_facts(profile)
+def evaluate(profile: Profile, facts: Optional[List[JobFacts]] = None) -> List[Violation]:
+    """Every violation of every rule, errors first, in rule-registration order otherwise.
+    ``facts``: the profile's job facts when the caller has them already (computed once per plan)."""
+    if facts is None:
+        facts = all_job_facts(profile)
     out: List[Violation] = []
     for r in REGISTRY.values():
         for finding in r.check(profile, facts):

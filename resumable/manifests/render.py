@@ -1,0 +1,67 @@
+"""Write the stack as YAML files: one object per file, numbered in install order.
+
+``000-namespace-mindx-dl.yaml``, ``005-customresourcedefinition-jobs.batch.volcano.sh.yaml``, ...
+``kubectl apply -f DIR`` (files sorted by name) follows the install order, and a GitOps tool or a
+code review sees one stable file per object. The directory is replaced as a whole: the files are
+written to a temporary directory beside it, which is then renamed into place; only a directory
+that an earlier render wrote (it holds the marker file ``.resumable-output``, which kubectl
+ignores) or an empty one is ever replaced.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, List, Sequence, Union
+
+import yaml
+
+from ..fileio import replace_directory
+from .k8s import Obj
+
+
+class _Dumper(yaml.SafeDumper):
+    """Plain YAML for reviews: no anchors or aliases even where builders share a sub-structure."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> Any:
+    if "\n" in value:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def to_yaml(obj: Obj) -> str:
+    text: str = yaml.dump(obj, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=110)
+    return text
+
+
+def file_name(index: int, obj: Obj) -> str:
+    meta = obj.get("metadata") or {}
+    parts = [obj["kind"].lower()]
+    if meta.get("namespace"):
+        parts.append(str(meta["namespace"]))
+    parts.append(str(meta["name"]))
+    slug = re.sub(r"[^a-z0-9.-]+", "-", "-".join(parts).lower())
+    return f"{index:03d}-{slug}.yaml"
+
+
+def write_stack(objects: Sequence[Obj], out_dir: Union[str, os.PathLike[str]]) -> List[Path]:
+    """Replace ``out_dir`` with one YAML file per object; return the final paths in order.
+
+    Nothing else is written but the marker file that lets the next render replace the directory
+    (:func:`resumable.fileio.replace_directory`: an existing directory without it, a file or a
+    symbolic link is refused with an :class:`~resumable.fileio.OutputError`). If anything fails,
+    ``out_dir`` is left as it was and no staging directory remains.
+    """
+    names = [file_name(i, obj) for i, obj in enumerate(objects)]
+    if len(set(names)) != len(names):
+        raise ValueError("two objects map to the same file name")
+    files = [(name, to_yaml(obj)) for name, obj in zip(names, objects)]
+    return replace_directory(os.fspath(out_dir), files, option="--out", command="resumable render")

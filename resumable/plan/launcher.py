@@ -1,0 +1,122 @@
+"""The launcher part of the plan: what ``resumable launch`` runs inside the training container."""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+from .. import constants as C
+from .. import releases as R
+from ..envtable import taskd_process_enable
+from ..facts import JobFacts
+from ..versions import Version
+from .model import EnvVar, LauncherPlan, Note, TaskdManagerPlan
+
+#: The shell test PLR's train_start.sh uses to start the TaskD Manager on one pod only
+#: (PLR 适配训练脚本).
+MANAGER_CONDITIONS: Dict[str, str] = {
+    "rank0": '[[ "${RANK}" == 0 ]]',
+    "scheduler": '[[ "${MS_SCHED_HOST}" == "${POD_IP}" ]]',
+    "none": "false",
+}
+
+
+#: The job-scoped log directory (Kubernetes ``$(VAR)`` syntax; ``resumable launch`` expands it).
+JOB_LOG_DIR = "%s/$(%s)" % (C.JOB_LOG_ROOT, C.ENV_MINDX_TASK_ID)
+
+
+def build_launcher(f: JobFacts) -> LauncherPlan:
+    job = f.job
+    r = job.recovery
+    notes: List[Note] = []
+    env: List[EnvVar] = []
+    preload: List[str] = []
+    if f.uses_taskd:
+        preload.append("<site-packages>/" + C.LIBTASKD_RELATIVE)
+        notes.append(
+            Note(
+                "LD_PRELOAD gets libtaskd.so from the installed taskd package (pip show taskd Location)",
+                "PLR 适配训练脚本",
+            )
+        )
+        if C.ENV_TASKD_LOG_PATH not in job.env:  # the profile's own value wins (it is in the container env)
+            env.append(EnvVar(C.ENV_TASKD_LOG_PATH, JOB_LOG_DIR + "/taskd", reason="ENV Table 5"))
+    if job.launcher == "msrun":
+        args = [
+            "--worker_num=%d" % (job.nodes * job.npus_per_node),
+            "--local_worker_num=%d" % job.npus_per_node,
+            "--master_addr=$MS_SCHED_HOST",
+            "--master_port=$MS_SCHED_PORT",
+            "--node_rank=$MS_NODE_RANK",
+            "--join=True",
+        ]
+    else:
+        args = [
+            "--nproc_per_node=%d" % job.npus_per_node,
+            "--nnodes=%d" % job.nodes,
+            "--node_rank=$RANK",
+            "--master_addr=$MASTER_ADDR",
+            "--master_port=$MASTER_PORT",
+        ]
+        max_restarts = r.max_restarts
+        if max_restarts is None and (f.uses_taskd or f.uses_mindx_elastic):
+            max_restarts = C.MAX_RESTARTS_UNDER_AGENT
+            notes.append(Note("--max_restarts=%d: the default under the in-container agent" % max_restarts, "RTO 表2"))
+        if max_restarts is not None:
+            args.append("--max_restarts=%d" % max_restarts)
+        if r.monitor_interval is not None:
+            args.append("--monitor_interval=%d" % r.monitor_interval)
+    options = list(args)
+    args.append(job.script)
+    args.extend(job.script_args)
+    where = f.taskd_manager_where
+    manager = TaskdManagerPlan(
+        enabled=where != "none",
+        where=where,
+        condition=MANAGER_CONDITIONS[where],
+        job_id_env=C.ENV_MINDX_TASK_ID,
+        node_nums=job.nodes,
+        proc_per_node=job.npus_per_node,
+        process_enable=taskd_process_enable(f),
+    )
+    if where == "rank0":
+        notes.append(
+            Note("rank 0 exports MASTER_ADDR=$POD_IP before starting the TaskD Manager", "PLR 适配训练脚本; RT04")
+        )
+    # torch >= 2.6 keeps one TCPStore for all restarts of a static rendezvous ("We create a new TCPStore
+    # for every retry so no need to add prefix", rendezvous.py), so restarted workers read the old
+    # attempt's addresses and fail to connect; MindCluster 7.2 edits rendezvous.py, TaskD 7.3 patches it.
+    attempt_store = job.launcher != "msrun" and f.torch is not None and f.torch >= Version(R.PREFIX_STORE_TORCH)
+    if attempt_store:
+        notes.append(
+            Note(
+                "torch %s: the workers of each restart use PrefixStore('%s<n>') on the agent's store"
+                % (f.torch, C.ATTEMPT_STORE_PREFIX),
+                "HA72-075; TORCH rendezvous.py _create_c10d_store; "
+                "MC:component/taskd/taskd/python/adaptor/patch/torch_patch.py",
+            )
+        )
+    jit: Optional[bool] = {"binaries": False, "cache": True}.get(job.compile.mode)
+    call: Optional[str] = None
+    if jit is not None:
+        if f.is_pytorch:
+            call = "torch.npu.set_compile_mode(jit_compile=%s)" % jit
+            notes.append(Note(call, "RTO 表9/表10"))
+        else:
+            call = "mindspore.device_context.ascend.op_tuning.op_compile(%s)" % jit
+            notes.append(Note("%s, MindSpore's equivalent of torch.npu.set_compile_mode" % call, "MS-OPCOMPILE"))
+    return LauncherPlan(
+        launcher=job.launcher,
+        args=args,
+        env=env,
+        ld_preload=preload,
+        taskd_manager=manager,
+        compile_mode=job.compile.mode,
+        jit_compile=jit,
+        compile_call=call,
+        notes=notes,
+        options=options,
+        script=job.script,
+        script_args=list(job.script_args),
+        log_dir=JOB_LOG_DIR + "/resumable",
+        attempt_store_prefix=attempt_store,
+    )

@@ -1,0 +1,102 @@
+"""The node part of the plan: what every node needs before MindCluster's pods run on it
+(consumed by the Ansible roles through ``resumable plan --format json``)."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+from .. import constants as C
+from ..facts import JobFacts
+from ..profile import Profile
+from .model import NodePlan, Note
+
+#: ulimit -n advised for Pod-level rescheduling at scale (RT01 Pod-level constraints).
+NOFILE_POD_LEVEL = 100000
+
+
+def accelerator_label(chip: str) -> str:
+    """Node label accelerator: huawei-Ascend910 for Atlas training, A2 and A3; huawei-npu for
+    Atlas 350/850/950 (INST01 Table 1)."""
+    return "huawei-npu" if chip == "ascend-npu" else "huawei-Ascend910"
+
+
+def npu_resource(chip: str) -> str:
+    """Extended resource name the pods request (YAMLCFG)."""
+    return "huawei.com/npu" if chip == "ascend-npu" else "huawei.com/Ascend910"
+
+
+def reserved_ports(profile: Profile, facts: List[JobFacts]) -> List[int]:
+    choice = profile.cluster.reserve_taskd_ports
+    wanted = choice if choice is not None else any(f.host_network and f.uses_taskd for f in facts)
+    return [C.TASKD_MANAGER_PORT, C.TASKD_PROXY_PORT] if wanted else []
+
+
+def _users() -> List[Dict[str, Any]]:
+    return [
+        {"name": C.USER_HWHIAI, "uid": C.UID_HWHIAI, "gid": C.UID_HWHIAI, "where": "all", "source": "FAQ 337"},
+        {
+            "name": C.USER_HWMINDX,
+            "uid": C.UID_HWMINDX,
+            "gid": C.UID_HWMINDX,
+            "where": "all",
+            "groups": [C.USER_HWHIAI],
+            "source": "INST01 Creating a User",
+        },
+    ]
+
+
+def _log_dirs() -> List[Dict[str, Any]]:
+    root = C.LOG_ROOT
+    out: List[Dict[str, Any]] = [{"path": root, "mode": "0755", "owner": "root", "where": "all"}]
+    for name in ("devicePlugin", "npu-exporter", "noded"):
+        out.append({"path": "%s/%s" % (root, name), "mode": "0750", "owner": "root", "where": "compute"})
+    for name in ("ascend-operator", "clusterd", "volcano-controller", "volcano-scheduler"):
+        out.append({"path": "%s/%s" % (root, name), "mode": "0750", "owner": C.USER_HWMINDX, "where": "management"})
+    return out
+
+
+def build_nodes(profile: Profile, facts: List[JobFacts]) -> NodePlan:
+    cluster = profile.cluster
+    labels = {
+        C.NODE_LABEL_ROLE_WORKER: "worker",
+        C.NODE_LABEL_WORKER: C.NODE_LABEL_WORKER_VALUE,
+        C.NODE_LABEL_HOST_ARCH: C.HOST_ARCH_VALUES[cluster.arch],
+        C.NODE_LABEL_ACCELERATOR: accelerator_label(cluster.chip),
+        C.NODE_LABEL_ACCELERATOR_TYPE: cluster.accelerator_type,
+        C.NODE_LABEL_NODED_ENABLE: "on",
+    }
+    mounts = []
+    if profile.storage.nfs is not None:
+        mounts.append(
+            {
+                "src": "%s:%s" % (profile.storage.nfs.server, profile.storage.nfs.path),
+                "path": C.RANKTABLE_HOST_ROOT,
+                "subdir": "ranktable",
+                "fstype": "nfs",
+                "where": "all",
+                "reason": "the operator writes hccl.json under %s; training nodes read it" % C.RANKTABLE_HOST_ROOT,
+            }
+        )
+    ranktable_dirs = [
+        "%s/%s.%s" % (C.RANKTABLE_HOST_ROOT, f.job.namespace, f.job.name) for f in facts if f.job.ranktable
+    ]
+    notes = [Note("HwHiAiUser must have uid/gid 1000 on every host and in every image", "FAQ 337")]
+    if any(f.pod_level for f in facts):
+        notes.append(Note("raise ulimit -n to %d for Pod-level rescheduling" % NOFILE_POD_LEVEL, "RT01"))
+    if any(f.process_level or f.graceful for f in facts):
+        notes.append(Note("keep master and worker clocks in sync", "RT07 Adaptation Example note"))
+    return NodePlan(
+        hdk=cluster.hdk,
+        chip=cluster.chip,
+        accelerator_type=cluster.accelerator_type,
+        arch=cluster.arch,
+        labels=labels,
+        master_labels={C.NODE_LABEL_MASTER: C.NODE_LABEL_MASTER_VALUE},
+        users=_users(),
+        log_dirs=_log_dirs(),
+        reserved_ports=reserved_ports(profile, facts),
+        shared_mounts=mounts,
+        ranktable_dirs=ranktable_dirs,
+        nofile_limit=NOFILE_POD_LEVEL if any(f.pod_level for f in facts) else None,
+        notes=notes,
+    )
