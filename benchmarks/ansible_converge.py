@@ -219,7 +219,7 @@ def main() -> int:
         check_runs = installer_runs(names)
         first, _ = playbook(inv, env, work / "first.log", *serial)
         runs_first = installer_runs(names)
-        for name in names:  # the new firmware runs only after a reboot (node-prep.md 2.10)
+        for name in names:  # the new firmware runs only after a reboot (HDK-DRV install.sh exit codes)
             run(["podman", "exec", name, "/opt/ascend-fixture/reboot-node.sh"], stdout=subprocess.DEVNULL)
         release, _ = playbook(inv, env, work / "release.log", *serial)
 

@@ -1,9 +1,10 @@
 """Unit tests of the Ansible side's hardware logic: npu-smi tables (910B and A3), board ids,
 vendor package names, hardware against the profile, device holders, and the driver/CANN plans.
 
-The npu-smi samples follow the layouts of node-prep.md 2.5 (two rows per chip; on A3 nodes the
+The npu-smi samples follow the layouts read by ADEPLOY module_utils/check_library_utils/npu_checks.py
+(two rows per chip; on A3 nodes the
 second header reads "Chip  Phy-ID" and every chip repeats its NPU row); the device ids and board
-ids follow node-prep.md 2.6.
+ids follow ADEPLOY module_utils/common_info.py.
 """
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ def test_board_query() -> None:
         ("0x52", ["module-910b-16"]),
         ("0xb3", ["module-a3-16"]),
         ("0xb0", ["module-a3-16-super-pod"]),
-        # node-prep.md 2.6 lists 0xb1 for the A3 Box8 and for the 900 A3 PoD: the profile decides
+        # ADEPLOY module_utils/common_info.py lists 0xb1 for the A3 Box8 and for the 900 A3 PoD: the profile decides
         ("0xb1", ["module-a3-16", "module-a3-16-super-pod"]),
         ("0x99", []),
         (None, []),
@@ -355,8 +356,8 @@ def test_package_problems_before_the_node_is_touched() -> None:
     assert hw.package_problems(facts, good, kinds, {"driver": "25.2.0"}) == []
     renamed = {"driver": {"path": "/srv/driver.run"}}
     assert hw.package_problems(facts, renamed, kinds) == [
-        "the driver package driver.run is not a driver package by the vendor naming (node-prep.md 2.1), so it "
-        "cannot be checked against this node"
+        "the driver package driver.run is not a driver package by the vendor naming (ADEPLOY downloader/software), "
+        "so it cannot be checked against this node"
     ]
     other = {"driver": {"url": "https://mirror/Ascend-hdk-910b-npu-driver_25.3.0_linux-aarch64.run"}}
     assert hw.package_problems(facts, other, kinds, {"driver": "25.2.0"}) == [

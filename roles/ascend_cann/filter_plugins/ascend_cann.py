@@ -19,7 +19,7 @@ from ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_versio
 )
 
 # CANN 8.5.0 moved the toolkit to <root>/cann -> cann-<version> and replaced the per-chip
-# kernels packages by ops packages (node-prep.md 0.6, 2.1, 2.3).
+# kernels packages by ops packages (ADEPLOY downloader/software; HA-CANN-LAYOUT).
 UNIFIED_FROM = "8.5.0"
 
 

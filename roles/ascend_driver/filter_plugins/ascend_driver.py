@@ -38,7 +38,7 @@ def ascend_driver_plan(
     facts: the ascend_npu fact of npu_facts. *_version: wanted version ('' = not managed).
     in_progress: component names whose previous install was interrupted (role markers).
     run_user/run_group: the wanted driver run user; the installers cannot change the run user of
-    an installed driver (ERR 0x0095, node-prep.md 2.2), so a different recorded one is refused.
+    an installed driver (ERR 0x0095, HDK-DRV install.sh, args_parse.sh), so a different recorded one is refused.
     """
     in_progress = set(in_progress or [])
     record = facts.get("install_info") or {}
@@ -96,7 +96,7 @@ def ascend_driver_plan(
             "(/usr/local/Ascend/driver/script/uninstall.sh) first or keep the run user"
             % (recorded[0], recorded[1], run_user, run_group or run_user)
         )
-    # Vendor order (node-prep.md 1.10, 2.10): on a node with a working driver, firmware goes
+    # Vendor order (ADEPLOY library/process_npu.py; HDK-DRV install.sh exit codes): on a node with a working driver, firmware goes
     # first; on a fresh node the driver goes first (the firmware installer needs its tools).
     sequence = ["firmware", "driver"] if complete["driver"] and "driver" not in in_progress else ["driver", "firmware"]
     plan["order"] = [n for n in sequence if plan[n] and plan[n]["action"]]
@@ -170,7 +170,9 @@ def ascend_driver_decide(facts, p):
     if not p["user"] or int(p["uid"]) < 0 or int(p["gid"]) < 0:
         problems.append("the run user needs a name and ids (got %r %s:%s)" % (p["user"], p["uid"], p["gid"]))
     elif p["user"] == "root" and not p["install_for_all"]:
-        problems.append("the installers accept the run user root only with --install-for-all (node-prep.md 2.2)")
+        problems.append(
+            "the installers accept the run user root only with --install-for-all (HDK-DRV install.sh, args_parse.sh)"
+        )
     hdk, wanted_driver = nodes.get("hdk"), p["versions"].get("driver")
     try:
         hdk_differs = bool(hdk and wanted_driver) and compare(wanted_driver, hdk) != 0
