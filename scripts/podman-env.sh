@@ -2,7 +2,15 @@
 # the timed `step` wrapper and the podman set-up on a fresh Debian 12 machine (apt, as root).
 # podman/runc/debootstrap come from apt with their Recommends (catatonit for --init, netavark).
 
-step() { local t0=$SECONDS; echo "=== $*" >&2; "$@"; echo "=== done in $((SECONDS - t0)) s: $*" >&2; }
+# Keeps the command's exit status: a caller under `if !` has `set -e` off, so a step that only
+# echoed its timing would report every failure (a failed molecule scenario) as a success.
+step() {
+  local t0=$SECONDS rc=0
+  echo "=== $*" >&2
+  "$@" || rc=$?
+  echo "=== done in $((SECONDS - t0)) s (exit $rc): $*" >&2
+  return "$rc"
+}
 
 # ensure_podman WHO: install podman, runc and debootstrap when one is missing; WHO names the caller
 # in the message when they are missing and we are not root.

@@ -8,7 +8,8 @@ repo=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)
 cd "$repo"
 venv=$repo/.venv/bin
 export CONTAINERS_CONF=$repo/podman/containers.conf
-export ANSIBLE_COLLECTIONS_PATH=$repo/collections
+# ./collections: third-party (fetched); the repository root: our ascend_resumable.npu collection
+export ANSIBLE_COLLECTIONS_PATH=$repo/collections:$repo
 export ANSIBLE_CONFIG=$repo/ansible.cfg
 export ANSIBLE_FORCE_COLOR=0 NO_COLOR=1 PY_COLORS=0
 # molecule and ansible-lint look for ansible-playbook on PATH

@@ -318,6 +318,9 @@ class NodePlan(PlanPart):
     arch: Arch
     labels: Dict[str, str]
     master_labels: Dict[str, str]
+    #: node selector of the NPU DaemonSets (device plugin, NodeD, NPU exporter): the Ansible driver
+    #: role removes it from a node to stop them during a driver change (a subset of ``labels``)
+    worker_selector: Dict[str, str]
     users: List[Dict[str, Any]]
     log_dirs: List[Dict[str, Any]]
     reserved_ports: List[int]
