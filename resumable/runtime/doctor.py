@@ -35,7 +35,8 @@ VENDOR_IMPORTS = {
 }
 #: file systems that are shared storage (ASCEND_CACHE_PATH must be one: RTO 表10)
 SHARED_FS = ("nfs", "nfs4", "cifs", "smb3", "ceph", "glusterfs", "lustre", "gpfs", "beegfs", "dpc", "virtiofs")
-#: where CANN installs when ASCEND_TOOLKIT_HOME is not set (node-prep.md: <= 8.3 and >= 8.5 layouts)
+#: where CANN installs when ASCEND_TOOLKIT_HOME is not set: ascend-toolkit/latest up to 8.3
+#: (HA-CANN-INST), cann from 8.5 (HA-CANN-LAYOUT)
 CANN_HOMES = ("/usr/local/Ascend/cann", "/usr/local/Ascend/ascend-toolkit/latest")
 
 
