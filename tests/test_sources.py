@@ -27,8 +27,11 @@ from resumable.sources import SOURCES, code_of, sources_markdown, unknown_codes_
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 
-#: Text that sends a reader to files outside the repository.
-OUTSIDE = re.compile(r"shared/research|shared/seeds|\.\./shared|/work/")
+#: Text that sends a reader to files outside the repository (by path, or by the name of a research
+#: note the project's authors kept outside it).
+OUTSIDE = re.compile(
+    r"shared/research|shared/seeds|\.\./shared|/work/|\b(node-prep|mindcluster|anchors|testinfra)\.md\b"
+)
 TEXT_SUFFIXES = (".py", ".md", ".yml", ".yaml", ".sh", ".cfg", ".toml", ".txt", ".j2", ".ini", ".json")
 SKIP_DIRS = {".git", ".venv", "out", "__pycache__", "collections", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
 

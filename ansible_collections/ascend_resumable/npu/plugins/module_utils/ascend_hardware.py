@@ -15,7 +15,7 @@ VENDOR = "0x19e5"
 
 # PCI device id -> (chip family, cluster.chip of the profile or None for inference chips).
 # Families: ADEPLOY module_utils/common_info.py (ascend-deployer module_utils/common_info.py card_map); the
-# cluster.chip values are the ring-controller.atlas values of MindCluster (mindcluster.md:
+# cluster.chip values are the ring-controller.atlas values of MindCluster (YAMLCFG:
 # ascend-910 = Atlas 800/300T, ascend-910b = A2 and A3, ascend-npu = Atlas 350/850/950).
 CHIPS = {
     "d100": ("310", None),
