@@ -33,6 +33,14 @@ NODE_LABEL_HOST_ARCH = "host-arch"
 NODE_LABEL_ACCELERATOR = "accelerator"
 NODE_LABEL_ACCELERATOR_TYPE = "accelerator-type"
 NODE_LABEL_NODED_ENABLE = "nodeDEnable"
+#: Inference servers carry server-usage=infer besides their accelerator-type (INST01 Table 1;
+#: node-prep.md 3.4: Atlas 800I A2 and 800I A3).
+NODE_LABEL_SERVER_USAGE = "server-usage"
+SERVER_USAGE_INFER = "infer"
+#: Products (as the npu_facts Ansible module names them from the PCI subsystem ids) that are
+#: inference servers and get server-usage=infer. The A200I A2 Box is one too, but its PCI ids are
+#: not known here, so it cannot be detected.
+INFERENCE_PRODUCTS = ("Atlas 800I A2", "Atlas 800I A3")
 
 HOST_ARCH_VALUES = {"aarch64": "huawei-arm", "x86_64": "huawei-x86"}
 
@@ -96,6 +104,26 @@ RANKTABLE_MOUNT = "/user/serverid/devindex/config"
 RANKTABLE_HOST_ROOT = "/user/mindx-dl/ranktable"
 LOG_ROOT = "/var/log/mindx-dl"
 DRIVER_PATH = "/usr/local/Ascend/driver"
+#: The device plugin mounts /etc/vnpu.cfg as hostPath type File: it must exist before the pod starts
+#: (the driver installer creates it, mode 0600; node-prep.md 2.2 and 3.9).
+VNPU_CFG = "/etc/vnpu.cfg"
+
+# --- Ascend Docker Runtime (INST02; MC component/ascend-docker-runtime) -----------------------------------
+#: Runtime name the installer registers in daemon.json / config.toml and makes the default.
+ASCEND_RUNTIME_NAME = "ascend"
+#: Default --install-path; the installer appends Ascend-Docker-Runtime/ to it.
+ASCEND_RUNTIME_INSTALL_ROOT = "/usr/local/Ascend"
+ASCEND_RUNTIME_DIR = "Ascend-Docker-Runtime"
+ASCEND_RUNTIME_BINARY = "ascend-docker-runtime"
+#: Pods of the device plugin DaemonSet carry name=<this> (device-plugin YAMLs); the roles restart the
+#: plugin on a node after its container runtime changed (it detects the runtime at start, INST04).
+DEVICE_PLUGIN_APP_LABEL = "ascend-device-plugin-ds"
+
+# --- NFS client mounts on the nodes -----------------------------------------------------------------------
+#: nfs(5): "hard" (the default, spelled out) retries I/O until the server answers, so a server restart
+#: does not turn into write errors in a checkpoint; "_netdev" orders the mount after the network at boot.
+#: The NFS version is left to negotiation (nfs(5): the client picks the highest the server offers).
+NFS_MOUNT_OPTIONS = ("rw", "hard", "_netdev")
 
 # --- scheduler-component flags the resilience settings drive (INST04 Table 3; INST09; INST05 Table 3) -------
 FLAG_VOLCANO_TYPE = "-volcanoType"
