@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import importlib.util
 import math
-import tomllib
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+import tomllib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

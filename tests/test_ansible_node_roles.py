@@ -1,0 +1,390 @@
+"""Unit tests for the node roles' Python: engine config merge (ascend_docker_runtime), reserved ports,
+node labels and accounts (mindcluster_node), and the plan part they read."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Dict, List, Optional, Tuple
+
+import pytest
+import tomllib
+
+from resumable import constants as C
+from resumable.api import load_plan_text
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "tests" / "fixtures"
+
+
+def _load(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+UTILS = REPO / "roles/ascend_docker_runtime/module_utils"
+toml = _load("ansible.module_utils.ascend_toml", UTILS / "ascend_toml.py")
+runtime = _load("ansible.module_utils.ascend_runtime", UTILS / "ascend_runtime.py")
+ports = _load("ascend_reserved_ports", REPO / "roles/mindcluster_node/library/ascend_reserved_ports.py")
+labels_module = _load("ascend_node_labels", REPO / "roles/mindcluster_node/library/ascend_node_labels.py")
+node_filters = _load("mindcluster_node_filters", REPO / "roles/mindcluster_node/filter_plugins/mindcluster_node.py")
+facts = _load("ascend_npu_facts", REPO / "roles/npu_facts/library/ascend_npu_facts.py")
+
+BIN = "/usr/local/Ascend/Ascend-Docker-Runtime/ascend-docker-runtime"
+CONFIG = "/etc/containerd/config.toml"
+DROPIN = "/etc/containerd/conf.d/99-ascend-docker-runtime.toml"
+
+
+def nodes_plan(**cluster: Any) -> Dict[str, Any]:
+    """The plan's nodes part for a minimal profile with these cluster fields."""
+    base: Dict[str, Any] = {"mindcluster": "7.3.0", "arch": "x86_64", "kubernetes": "1.28"}
+    base.update(cluster)
+    text = json.dumps(
+        {
+            "cluster": base,
+            "jobs": [
+                {
+                    "name": "j",
+                    "image": {"framework": "pytorch", "torch": "2.1.0", "framework_pt_adapter": "6.0.0"},
+                    "nodes": 2,
+                    "npus_per_node": 8,
+                    "recovery": {"fault_scheduling": "grace", "fault_retry_times": 3},
+                }
+            ],
+        }
+    )
+    result: Dict[str, Any] = load_plan_text(text).nodes.to_dict()
+    return result
+
+
+# --- containerd / docker configuration --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("out", "major"),
+    [
+        ("containerd github.com/containerd/containerd v1.7.27 05044ec0a9a7", 1),
+        ("containerd containerd.io 1.6.33 d2d58213f83a", 1),
+        ("containerd github.com/containerd/containerd/v2 v2.1.4 75cb2b7193e4", 2),
+    ],
+)
+def test_containerd_major(out: str, major: int) -> None:
+    assert runtime.containerd_major(out) == major
+
+
+def test_containerd_major_refuses_garbage() -> None:
+    with pytest.raises(runtime.RuntimeConfigError):
+        runtime.containerd_major("containerd")
+
+
+def _plan17() -> Dict[str, Any]:
+    cfg: Dict[str, Any] = toml.loads(
+        (REPO / "roles/ascend_docker_runtime/molecule/default/files/containerd-1.7.toml").read_text()
+    )
+    return cfg
+
+
+def test_version2_in_place_copies_runc_and_keeps_everything_else() -> None:
+    main = _plan17()
+    plan = runtime.plan_containerd(main, CONFIG, 1, "ascend", BIN, DROPIN, None, True)
+    assert plan["mode"] == "in-place" and plan["target"] == CONFIG
+    ctd = plan["desired"]["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]
+    assert ctd["default_runtime_name"] == "ascend"
+    assert ctd["runtimes"]["ascend"]["options"] == {"SystemdCgroup": True, "BinaryName": BIN}
+    assert ctd["runtimes"]["ascend"]["base_runtime_spec"] == "/etc/containerd/cri-base.json"
+    assert ctd["runtimes"]["nvidia"] == main["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"]["nvidia"]
+    # only the two keys changed
+    before = json.loads(json.dumps(main))
+    before["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["default_runtime_name"] = "ascend"
+    before["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"]["ascend"] = ctd["runtimes"]["ascend"]
+    assert plan["desired"] == before
+    assert plan["previous_default"] == "runc"
+    # and the file written from it reads back the same (as containerd's parser would)
+    assert tomllib.loads(toml.dumps(plan["desired"])) == plan["desired"]
+
+
+def test_idempotent_once_applied() -> None:
+    first = runtime.plan_containerd(_plan17(), CONFIG, 1, "ascend", BIN, DROPIN, None, True)["desired"]
+    again = runtime.plan_containerd(first, CONFIG, 1, "ascend", BIN, DROPIN, None, True)
+    assert again["current"] == again["desired"]
+
+
+def test_missing_version_is_version_1_as_containerd_reads_it() -> None:
+    plan = runtime.plan_containerd({}, CONFIG, 1, "ascend", BIN, DROPIN, None, True)
+    assert plan["plugin"] == "cri"
+    assert plan["desired"]["plugins"]["cri"]["containerd"]["runtimes"]["ascend"] == {
+        "runtime_type": "io.containerd.runc.v2",
+        "options": {"BinaryName": BIN},
+    }
+
+
+@pytest.mark.parametrize("version", ["3", 4, True])
+def test_unknown_config_version_is_refused(version: Any) -> None:
+    with pytest.raises(runtime.RuntimeConfigError, match="unsupported containerd config version"):
+        runtime.plan_containerd({"version": version}, CONFIG, 2, "ascend", BIN, DROPIN, None, True)
+
+
+V3 = {
+    "version": 3,
+    "imports": ["conf.d/*.toml"],
+    "plugins": {
+        "io.containerd.cri.v1.runtime": {
+            "containerd": {
+                "runtimes": {"runc": {"runtime_type": "io.containerd.runc.v2", "options": {"SystemdCgroup": True}}}
+            }
+        }
+    },
+}
+
+
+def test_dropin_only_where_containerd_merges_it() -> None:
+    plan = runtime.plan_containerd(V3, CONFIG, 2, "ascend", BIN, DROPIN, None, True)
+    assert plan["mode"] == "drop-in" and plan["target"] == DROPIN and plan["current"] is None
+    assert plan["desired"] == {
+        "version": 3,
+        "plugins": {
+            "io.containerd.cri.v1.runtime": {
+                "containerd": {
+                    "default_runtime_name": "ascend",
+                    "runtimes": {
+                        "ascend": {
+                            "runtime_type": "io.containerd.runc.v2",
+                            "options": {"SystemdCgroup": True, "BinaryName": BIN},
+                        }
+                    },
+                }
+            }
+        },
+    }
+    # containerd 1.x would replace the whole CRI section with the drop-in's: edit in place instead
+    assert runtime.plan_containerd(V3, CONFIG, 1, "ascend", BIN, DROPIN, None, True)["mode"] == "in-place"
+    # no imports that cover the file, or drop-ins switched off
+    no_imports = dict(V3, imports=["/etc/other/*.toml"])
+    assert runtime.plan_containerd(no_imports, CONFIG, 2, "ascend", BIN, DROPIN, None, True)["mode"] == "in-place"
+    assert runtime.plan_containerd(V3, CONFIG, 2, "ascend", BIN, DROPIN, None, False)["mode"] == "in-place"
+
+
+def test_docker_merge_keeps_keys_and_runtime_args() -> None:
+    daemon = {
+        "log-driver": "json-file",
+        "runtimes": {"nvidia": {"path": "nvidia-container-runtime"}, "ascend": {"path": "/old", "runtimeArgs": ["-x"]}},
+        "default-runtime": "nvidia",
+    }
+    desired, previous = runtime.merge_docker(daemon, "ascend", BIN)
+    assert previous == "nvidia"
+    assert desired == {
+        "log-driver": "json-file",
+        "runtimes": {"nvidia": {"path": "nvidia-container-runtime"}, "ascend": {"path": BIN, "runtimeArgs": ["-x"]}},
+        "default-runtime": "ascend",
+    }
+    assert daemon["default-runtime"] == "nvidia"  # input untouched
+    with pytest.raises(runtime.RuntimeConfigError):
+        runtime.merge_docker({"runtimes": []}, "ascend", BIN)
+
+
+# --- reserved ports ---------------------------------------------------------------------------
+
+
+def test_port_ranges_merge_like_the_kernel() -> None:
+    assert ports.fmt(ports.parse_ranges("30000-30005,9602") + ports.parse_ranges("9601")) == "9601-9602,30000-30005"
+    assert ports.fmt(ports.parse_ranges("10-20, 15-25 30")) == "10-25,30"
+    assert ports.fmt([]) == ""
+    for bad in ("x", "0", "70000", "20-10"):
+        with pytest.raises(ValueError):
+            ports.parse_ranges(bad)
+
+
+def test_sysctl_file_value_last_one_wins_in_either_spelling() -> None:
+    text = "# c\nnet.ipv4.ip_local_reserved_ports = 1\n; c\n-net/ipv4/ip_local_reserved_ports=2-3\nother = 4\n"
+    assert ports.setting_in(text) == "2-3"
+    assert ports.setting_in("kernel.x = 1\n") is None
+
+
+def test_boot_order_of_sysctl_files(tmp_path: Path) -> None:
+    etc, usr = tmp_path / "etc", tmp_path / "usr"
+    etc.mkdir()
+    usr.mkdir()
+    for d, name in ((usr, "10-a.conf"), (usr, "90-ours.conf"), (etc, "95-late.conf"), (usr, "95-late.conf")):
+        (d / name).write_text("x = 1\n")
+    conf = tmp_path / "sysctl.conf"
+    conf.write_text("y = 1\n")
+    own = str(etc / "90-ours.conf")
+    order = ports.boot_files([str(etc), str(usr), str(conf)], own)
+    assert order == [str(usr / "10-a.conf"), own, str(etc / "95-late.conf"), str(conf)]
+
+
+# --- labels and accounts ----------------------------------------------------------------------
+
+
+def npu_of(tmp_path: Path, device: str, sub: str, board: Optional[str]) -> Dict[str, Any]:
+    """The ascend_npu fact as npu_facts builds it from a sysfs tree (its own functions)."""
+    pci = tmp_path / "bus/pci/devices/0000:c1:00.0"
+    pci.mkdir(parents=True)
+    for attr, value in (
+        ("vendor", "0x19e5"),
+        ("device", device),
+        ("subsystem_vendor", "0x19e5"),
+        ("subsystem_device", sub),
+    ):
+        (pci / attr).write_text(value + "\n")
+    devices = facts.pci_devices(str(tmp_path))
+    chips = sorted({d["chip"] for d in devices if d["chip"]})
+    return {
+        "count": len(devices),
+        "chips": chips,
+        "product": devices[0]["product"],
+        "accelerator": devices[0]["accelerator"],
+        "accelerator_type": facts._board_type(board),
+        "npu_smi": {"board_id": board},
+    }
+
+
+WORKER = {
+    "node-role.kubernetes.io/worker": "worker",
+    "workerselector": "dls-worker-node",
+    "nodeDEnable": "on",
+}
+
+#: (PCI device, subsystem, board id) of a fixture product -> its profile -> the labels node-prep.md 3.4 lists
+PRODUCTS: List[Tuple[Tuple[str, str, Optional[str]], Dict[str, str], Dict[str, str]]] = [
+    (
+        ("0xd802", "0x3000", "0x33"),
+        {"chip": "ascend-910b", "accelerator_type": "module-910b-8"},
+        {"accelerator": "huawei-Ascend910", "accelerator-type": "module-910b-8"},
+    ),
+    (
+        ("0xd802", "0x3002", "0x33"),
+        {"chip": "ascend-910b", "accelerator_type": "module-910b-8"},
+        {"accelerator": "huawei-Ascend910", "accelerator-type": "module-910b-8", "server-usage": "infer"},
+    ),
+    (
+        ("0xd802", "0x3000", "0x50"),
+        {"chip": "ascend-910b", "accelerator_type": "module-910b-16"},
+        {"accelerator": "huawei-Ascend910", "accelerator-type": "module-910b-16"},
+    ),
+    (
+        ("0xd803", "0x3000", "0xb0"),
+        {"chip": "ascend-910b", "accelerator_type": "module-a3-16-super-pod"},
+        {"accelerator": "huawei-Ascend910", "accelerator-type": "module-a3-16-super-pod"},
+    ),
+    (
+        ("0xd803", "0x3003", "0xb3"),
+        {"chip": "ascend-910b", "accelerator_type": "module-a3-16"},
+        {"accelerator": "huawei-Ascend910", "accelerator-type": "module-a3-16", "server-usage": "infer"},
+    ),
+    (
+        ("0xd801", "0x0100", "0x02"),
+        {"chip": "ascend-910", "accelerator_type": "module"},
+        {"accelerator": "huawei-Ascend910", "accelerator-type": "module"},
+    ),
+]
+
+
+@pytest.mark.parametrize(("quad", "cluster", "expected"), PRODUCTS)
+def test_labels_of_each_fixture_product_follow_node_prep_3_4(
+    tmp_path: Path, quad: Tuple[str, str, Optional[str]], cluster: Dict[str, str], expected: Dict[str, str]
+) -> None:
+    plan = nodes_plan(**cluster)
+    npu = npu_of(tmp_path, *quad)
+    out = node_filters.node_labels(plan, npu, "x86_64", ["compute"])
+    assert out["problems"] == []
+    assert out["labels"] == dict(WORKER, **{"host-arch": "huawei-x86"}, **expected)
+
+
+def test_management_and_compute_get_both_label_sets(tmp_path: Path) -> None:
+    plan = nodes_plan(chip="ascend-910b", accelerator_type="module-910b-8")
+    npu = npu_of(tmp_path, "0xd802", "0x3000", "0x33")
+    both = node_filters.node_labels(plan, npu, "x86_64", ["compute", "management"])["labels"]
+    assert both["masterselector"] == "dls-master-node" and both["workerselector"] == "dls-worker-node"
+    mgmt = node_filters.node_labels(plan, {"count": 0}, "x86_64", ["management"])
+    assert mgmt == {"labels": {"masterselector": "dls-master-node"}, "problems": []}
+
+
+def test_hardware_that_disagrees_with_the_plan_names_both(tmp_path: Path) -> None:
+    plan = nodes_plan(chip="ascend-910b", accelerator_type="module-a3-16")
+    npu = npu_of(tmp_path, "0xd802", "0x3000", "0x33")
+    problems = node_filters.node_labels(plan, npu, "aarch64", ["compute"])["problems"]
+    assert any("accelerator-type=module-a3-16" in p and "is module-910b-8" in p for p in problems)
+    assert any("x86_64 nodes" in p and "this host is aarch64" in p for p in problems)
+    assert node_filters.node_labels(plan, {"count": 0}, "x86_64", ["compute"])["problems"][0].startswith(
+        "it is a compute node but npu_facts finds no Ascend NPU"
+    )
+    npu_plan = nodes_plan(chip="ascend-npu", accelerator_type="module-910b-8")
+    assert any(
+        "accelerator=huawei-npu" in p
+        for p in node_filters.node_labels(npu_plan, npu, "x86_64", ["compute"])["problems"]
+    )
+
+
+def test_undetected_board_accepts_the_plan(tmp_path: Path) -> None:
+    plan = nodes_plan(chip="ascend-910b", accelerator_type="module-a3-16")
+    npu = npu_of(tmp_path, "0xd803", "0x3000", None)
+    assert node_filters.node_labels(plan, npu, "x86_64", ["compute"])["labels"]["accelerator-type"] == "module-a3-16"
+
+
+def test_inference_products_are_products_npu_facts_reports() -> None:
+    assert set(C.INFERENCE_PRODUCTS) <= set(facts.PRODUCTS.values())
+
+
+def test_accounts_compare_without_renumbering() -> None:
+    users = nodes_plan()["users"]
+    fresh = node_filters.accounts(users, "", "")
+    assert [g["name"] for g in fresh["missing_groups"]] == ["HwHiAiUser", "hwMindX"]
+    assert [u["name"] for u in fresh["missing_users"]] == ["HwHiAiUser", "hwMindX"] and fresh["problems"] == []
+    pw = "HwHiAiUser:x:1000:1000::/home/HwHiAiUser:/bin/sh\nhwMindX:x:9000:9000::/home/hwMindX:/sbin/nologin\n"
+    gr = "HwHiAiUser:x:1000:\nhwMindX:x:9000:\n"
+    no_member = node_filters.accounts(users, pw, gr)
+    assert [u["name"] for u in no_member["missing_memberships"]] == ["hwMindX"] and no_member["problems"] == []
+    done = node_filters.accounts(users, pw, gr.replace("1000:\n", "1000:hwMindX\n"))
+    assert done == {"problems": [], "missing_groups": [], "missing_users": [], "missing_memberships": []}
+    taken = node_filters.accounts(users, "alice:x:9000:9000::/home/alice:/bin/sh\n", "alice:x:9000:\n")
+    assert "uid 9000 (for hwMindX) belongs to alice" in taken["problems"]
+    assert "gid 9000 (for group hwMindX) belongs to alice" in taken["problems"]
+
+
+def test_label_diff() -> None:
+    added, updated = labels_module.diff_labels({"a": "1", "b": "2", "c": "3"}, {"a": "1", "b": "9", "d": "4"})
+    assert added == {"d": "4"} and updated == {"b": ["2", "9"]}
+
+
+# --- the plan part the roles read -------------------------------------------------------------
+
+
+def test_node_plan_for_the_roles() -> None:
+    plan = nodes_plan(container_runtime="docker", host_network=True)
+    assert plan["container_runtime"] == "docker"
+    assert plan["docker_runtime"] == {
+        "version": "7.3.0",
+        "name": "ascend",
+        "install_path": "/usr/local/Ascend",
+        "binary": "/usr/local/Ascend/Ascend-Docker-Runtime/ascend-docker-runtime",
+    }
+    assert plan["device_plugin"] == {"namespace": "kube-system", "selector": "name=ascend-device-plugin-ds"}
+    assert plan["host_files"][0]["path"] == "/etc/vnpu.cfg" and plan["host_files"][0]["where"] == "compute"
+    users = {u["name"]: u for u in plan["users"]}
+    assert users["hwMindX"]["shell"] == "/sbin/nologin" and users["hwMindX"]["groups"] == ["HwHiAiUser"]
+
+
+def test_profiles_of_the_scenarios_are_valid_and_plan_what_the_scenarios_check() -> None:
+    for name in ("nodes-containerd.yaml", "nodes-docker.yaml"):
+        out = subprocess.run(
+            [sys.executable, "-m", "resumable", "plan", str(FIXTURES / "profiles" / name), "--format", "json"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        nodes = json.loads(out.stdout)["nodes"]
+        assert nodes["reserved_ports"] == [9601, 9602]
+        assert nodes["nofile_limit"] == 100000
+        assert nodes["ranktable_dirs"] == ["/user/mindx-dl/ranktable/training.gpt-pod-level"]
+        (mount,) = nodes["shared_mounts"]
+        assert mount["source"] == "a2-nfs:/exports/ascend/ranktable" and mount["opts"] == "rw,hard,_netdev"
+        assert (mount["owner"], mount["group"], mount["mode"]) == ("hwMindX", "HwHiAiUser", "2775")
