@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 EXAMPLE ?= examples/pytorch-process-recovery.yaml
 DEMO_OUT ?= out/demo
 
-.PHONY: demo test venv test-venv lint typecheck pytest py38 ansible docs clean
+.PHONY: demo test venv test-venv pulumi-venv lint typecheck pytest py38 ansible docs clean
 
 # The package alone (PyYAML is its only runtime dependency).
 $(BIN)/resumable: pyproject.toml
@@ -16,17 +16,26 @@ $(BIN)/resumable: pyproject.toml
 
 venv: $(BIN)/resumable
 
-# Everything the tests need; re-installed only when requirements-test.txt changes.
-$(VENV)/.test-deps: requirements-test.txt $(BIN)/resumable
-	$(BIN)/python -m pip install -q -r requirements-test.txt
+# What the Pulumi program needs, installed the way Pulumi's pip toolchain does it (Pulumi.yaml:
+# toolchain pip, virtualenv .venv): `pip install -r requirements.txt` into .venv.
+$(VENV)/.pulumi-deps: requirements.txt $(BIN)/resumable
+	$(BIN)/python -m pip install -q -r requirements.txt
 	@touch $@
+
+pulumi-venv: $(VENV)/.pulumi-deps
+
+# Everything the tests need; re-installed only when the requirements files change.
+$(VENV)/.test-deps: requirements-test.txt requirements.txt $(BIN)/resumable
+	$(BIN)/python -m pip install -q -r requirements-test.txt
+	@touch $@ $(VENV)/.pulumi-deps
 
 test-venv: $(VENV)/.test-deps
 
-demo: venv
+demo: test-venv
 	$(BIN)/resumable validate examples/*.yaml
 	$(BIN)/resumable plan $(EXAMPLE)
 	$(BIN)/resumable render $(EXAMPLE) --out $(DEMO_OUT)
+	$(BIN)/python tests/manifests/check_rendered.py $(DEMO_OUT)
 	@echo "rendered deployment: $(DEMO_OUT)/"
 
 PY_SOURCES := $(wildcard resumable components tests benchmarks scripts __main__.py)

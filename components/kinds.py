@@ -21,6 +21,8 @@ RESOURCE_CLASSES: Dict[str, Type[pulumi.CustomResource]] = {
     "NetworkPolicy": k8s.networking.v1.NetworkPolicy,
     "Lease": k8s.coordination.v1.Lease,
     "CustomResourceDefinition": k8s.apiextensions.v1.CustomResourceDefinition,
+    "PersistentVolume": k8s.core.v1.PersistentVolume,
+    "PersistentVolumeClaim": k8s.core.v1.PersistentVolumeClaim,
 }
 
 
@@ -39,3 +41,26 @@ def resource_class(kind: str) -> Type[pulumi.CustomResource]:
         return RESOURCE_CLASSES[kind]
     except KeyError:
         raise ValueError(f"no pulumi_kubernetes class mapped for kind {kind}") from None
+
+
+def object_key(obj: Dict[str, Any]) -> str:
+    """``Kind/namespace/name`` (``Kind/name`` for cluster-scoped objects)."""
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace")
+    return f"{obj['kind']}/{namespace}/{meta['name']}" if namespace else f"{obj['kind']}/{meta['name']}"
+
+
+def logical_name(component: str, key: str) -> str:
+    """The Pulumi name of a child: stable per Kubernetes object, so its URN survives upgrades
+    unless upstream renames the object (then an alias carries it over)."""
+    return f"{component}-{key.replace('/', '-').lower()}"
+
+
+def create(name: str, obj: Dict[str, Any], options: pulumi.ResourceOptions) -> pulumi.CustomResource:
+    """The typed resource for a built-in kind, or a CustomResource (AscendJob, Volcano Job)."""
+    if obj["kind"] in RESOURCE_CLASSES:
+        return resource_class(obj["kind"])(name, opts=options, **constructor_kwargs(obj))
+    rest = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
+    return k8s.apiextensions.CustomResource(
+        name, api_version=obj["apiVersion"], kind=obj["kind"], metadata=obj.get("metadata"), opts=options, **rest
+    )

@@ -5,6 +5,17 @@ uses), in the documented install order: namespaces -> CRDs -> Volcano -> Ascend 
 ClusterD -> device plugin, NodeD, NPU Exporter. Every resource of a stage ``depends_on`` every
 resource of the stage before it (INST05, INST06, INST08). Providers come from ``opts`` (the
 program's top level makes them); this component never creates one.
+
+Lifecycle decisions (docs/pulumi.md):
+
+- Namespaces and CRDs are ``retain_on_delete``: ``pulumi destroy`` must not delete every AscendJob
+  and Volcano Job in the cluster with their CRD, nor a namespace with what others put in it.
+- Objects upstream only renamed between releases (the device plugin's ``-910`` suffix dropped in
+  26.1) carry an alias to their old name, so an upgrade replaces them in the same URN; the
+  DaemonSet is replaced delete-before-create, so no node runs two device plugins.
+- Deployments and DaemonSets wait at most ``ready_timeout`` seconds for readiness, so a cluster
+  whose nodes are not labelled or whose images are not loaded fails in minutes, not after the
+  provider's 10-minute default, with the provider's message naming the unschedulable pods.
 """
 
 from __future__ import annotations
@@ -24,20 +35,45 @@ from resumable.constants import (
 )
 from resumable.errors import ResumableError
 from resumable.manifests import Stage, build_stages
+from resumable.manifests.device_plugin import names as device_plugin_names
+from resumable.manifests.traits import traits
 from resumable.plan.model import SchedulerPlan
 
-from .kinds import constructor_kwargs, resource_class
+from .kinds import create, logical_name, object_key
 
 TYPE_TOKEN = "ascend-resumable:stack:MindClusterScheduler"
 #: Namespaces whose pods pull MindCluster/Volcano images (pull secrets are created in each).
 POD_NAMESPACES = (NAMESPACE_VOLCANO, NAMESPACE_MINDX_DL, NAMESPACE_DEVICE_PLUGIN, NAMESPACE_NPU_EXPORTER)
+#: Kinds kept by ``pulumi destroy`` (see the module docstring).
+RETAINED_KINDS = ("Namespace", "CustomResourceDefinition")
+#: Kinds pulumi-kubernetes waits for until they are ready.
+AWAITED_KINDS = ("Deployment", "DaemonSet")
+#: The device plugin objects, in the order device_plugin.names() gives them.
+_DEVICE_PLUGIN_KINDS = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "DaemonSet")
+_DEVICE_PLUGIN_NAMESPACES = (NAMESPACE_DEVICE_PLUGIN, "", "", NAMESPACE_DEVICE_PLUGIN)
+
+
+def _key(kind: str, namespace: str, name: str) -> str:
+    return f"{kind}/{namespace}/{name}" if namespace else f"{kind}/{name}"
+
+
+def renamed_objects() -> Dict[str, str]:
+    """``new key -> old key`` of the objects upstream renamed without other change: the device
+    plugin's ServiceAccount, ClusterRole, binding and DaemonSet lost their ``-910`` suffix in 26.1
+    (``ascendplugin-volcano.yaml`` at v26.0.0 vs v26.1.0; INST04)."""
+    new = device_plugin_names(traits("26.1.0"))
+    old = device_plugin_names(traits("26.0.0"))
+    return {
+        _key(kind, ns, n): _key(kind, ns, o)
+        for kind, ns, n, o in zip(_DEVICE_PLUGIN_KINDS, _DEVICE_PLUGIN_NAMESPACES, new, old)
+    }
 
 
 @dataclasses.dataclass
 class MindClusterSchedulerArgs:
     """Inputs of :class:`MindClusterScheduler`."""
 
-    #: the scheduler part of the plan (``resumable.plan.build.build_plan(profile).scheduler``)
+    #: the scheduler part of the plan (``resumable.api.load_plan(path).scheduler``)
     scheduler: SchedulerPlan
     #: the user's copies of the release files whose CRDs to deploy verbatim instead of the trimmed
     #: ones (``ascend-operator-v<ver>.yaml``, ``volcano-v<x>.yaml``)
@@ -47,12 +83,11 @@ class MindClusterSchedulerArgs:
     #: ``.dockerconfigjson`` content; with it, a Secret named after the plan's first
     #: ``image_pull_secrets`` entry is created in every namespace the stack runs pods in
     docker_config_json: Optional[pulumi.Input[str]] = None
-
-
-def object_key(obj: Dict[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
-    namespace = meta.get("namespace")
-    return f"{obj['kind']}/{namespace}/{meta['name']}" if namespace else f"{obj['kind']}/{meta['name']}"
+    #: keep namespaces and CRDs on ``pulumi destroy`` (set False, ``pulumi up``, then destroy to
+    #: remove them on purpose)
+    retain_on_delete: bool = True
+    #: seconds Pulumi waits for each Deployment/DaemonSet to be ready; None: the provider default
+    ready_timeout: Optional[int] = None
 
 
 class MindClusterScheduler(pulumi.ComponentResource):
@@ -73,16 +108,19 @@ class MindClusterScheduler(pulumi.ComponentResource):
         except ResumableError as exc:  # unsupported plan or unreadable CRD source: fail the preview
             raise pulumi.RunError(f"MindClusterScheduler {name}: {exc}") from None
         super().__init__(TYPE_TOKEN, name, None, opts)
+        self.name = name
+        self.args = args
         self.stages: List[Stage] = stages
         #: every child by ``Kind/namespace/name``
         self.resources: Dict[str, pulumi.CustomResource] = {}
         #: the options each child was created with (for tests and reviews of the wiring)
         self.child_options: Dict[str, pulumi.ResourceOptions] = {}
+        self._renamed = renamed_objects()
         previous: List[pulumi.Resource] = []
         for index, stage in enumerate(stages):
-            created: List[pulumi.Resource] = [self._create(name, obj, previous) for obj in stage.objects]
+            created: List[pulumi.Resource] = [self._create(obj, previous) for obj in stage.objects]
             if index == 0 and args.docker_config_json is not None:
-                created += self._pull_secrets(name, args, created)
+                created += self._pull_secrets(args, created)
             previous = created
         self.clusterd_endpoint = pulumi.Output.from_input(
             f"{CLUSTERD_SERVICE}.{NAMESPACE_MINDX_DL}.svc:{CLUSTERD_GRPC_PORT}"
@@ -96,27 +134,42 @@ class MindClusterScheduler(pulumi.ComponentResource):
             }
         )
 
-    def _create(self, name: str, obj: Dict[str, Any], depends_on: List[pulumi.Resource]) -> pulumi.CustomResource:
+    def _options(self, key: str, kind: str, depends_on: List[pulumi.Resource]) -> pulumi.ResourceOptions:
+        retain = self.args.retain_on_delete and kind in RETAINED_KINDS
+        aliases: List[Any] = []
+        old = self._renamed.get(key)
+        if old is not None:
+            aliases.append(pulumi.Alias(name=logical_name(self.name, old)))
+        timeouts = None
+        if self.args.ready_timeout is not None and kind in AWAITED_KINDS:
+            limit = f"{self.args.ready_timeout}s"
+            timeouts = pulumi.CustomTimeouts(create=limit, update=limit)
+        return pulumi.ResourceOptions(
+            parent=self,
+            depends_on=list(depends_on),
+            retain_on_delete=retain or None,
+            aliases=aliases or None,
+            delete_before_replace=(old is not None and kind == "DaemonSet") or None,
+            custom_timeouts=timeouts,
+        )
+
+    def _create(self, obj: Dict[str, Any], depends_on: List[pulumi.Resource]) -> pulumi.CustomResource:
         key = object_key(obj)
-        options = pulumi.ResourceOptions(parent=self, depends_on=list(depends_on))
-        cls = resource_class(obj["kind"])
-        logical = f"{name}-{key.replace('/', '-').lower()}"
-        resource = cls(logical, opts=options, **constructor_kwargs(obj))
+        options = self._options(key, obj["kind"], depends_on)
+        resource = create(logical_name(self.name, key), obj, options)
         self.resources[key] = resource
         self.child_options[key] = options
         return resource
 
-    def _pull_secrets(
-        self, name: str, args: MindClusterSchedulerArgs, namespaces: List[pulumi.Resource]
-    ) -> List[pulumi.CustomResource]:
+    def _pull_secrets(self, args: MindClusterSchedulerArgs, namespaces: List[pulumi.Resource]) -> List[pulumi.Resource]:
         if not args.scheduler.image_pull_secrets:
             raise pulumi.RunError(
-                f"MindClusterScheduler {name}: docker_config_json is set but the plan has no "
+                f"MindClusterScheduler {self.name}: docker_config_json is set but the plan has no "
                 "image_pull_secrets; name the secret in scheduler.image_pull_secrets"
             )
         secret_name = args.scheduler.image_pull_secrets[0]
         content = pulumi.Output.secret(args.docker_config_json)
-        out = []
+        out: List[pulumi.Resource] = []
         for namespace in POD_NAMESPACES:
             obj = {
                 "apiVersion": "v1",
@@ -125,5 +178,5 @@ class MindClusterScheduler(pulumi.ComponentResource):
                 "type": "kubernetes.io/dockerconfigjson",
                 "stringData": {".dockerconfigjson": content},
             }
-            out.append(self._create(name, obj, namespaces))
+            out.append(self._create(obj, namespaces))
         return out

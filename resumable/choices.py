@@ -17,6 +17,8 @@ Chip = Literal["ascend-910", "ascend-910b", "ascend-npu"]
 Arch = Literal["aarch64", "x86_64"]
 ContainerRuntime = Literal["containerd", "docker"]
 JobKind = Literal["ascendjob", "vcjob"]
+#: label tor-affinity: switch-affinity scheduling schema (INST05)
+TorAffinity = Literal["normal-schema", "large-model-schema"]
 FaultScheduling = Literal["grace", "force", "off"]
 AutoOnOff = Literal["auto", "on", "off"]
 SubHealth = Literal["ignore", "graceExit", "forceExit", "hotSwitch"]
@@ -29,7 +31,7 @@ PullPolicy = Literal["Always", "IfNotPresent", "Never"]
 #: device plugin -hotReset: -1 off, 0 inference reset, 1 graceful fault tolerance, 2 offline reset
 #: for process-level recovery (INST04 step 4 / Table 3)
 HotReset = Literal[-1, 0, 1, 2]
-#: recover-strategy values (seed 配置进程级别重调度, the recover-strategy comment)
+#: recover-strategy values (PLR 准备任务YAML, the recover-strategy comment)
 Strategy = Literal["retry", "recover", "recover-in-place", "elastic-training", "dump", "exit"]
 #: vendor wheels the training image may install (always from files, never from an index by name)
 WheelName = Literal["taskd", "mindio_ttp", "mindio_acp", "mindx_elastic"]

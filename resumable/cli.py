@@ -74,7 +74,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 def cmd_render(args: argparse.Namespace) -> int:
     plan = load_plan(args.profile, args.strict)
-    from .manifests import COMPONENTS, UnsupportedStack, build_stack, check_supported
+    from .manifests import COMPONENTS, UnsupportedStack, build_deployment, check_supported
     from .manifests.render import write_stack
 
     images = {}
@@ -95,7 +95,7 @@ def cmd_render(args: argparse.Namespace) -> int:
         images[component] = ref
     try:
         check_supported(plan.scheduler)
-        objects = build_stack(plan.scheduler, crd_sources=args.crd_source or None, images=images or None)
+        objects = build_deployment(plan, crd_sources=args.crd_source or None, images=images or None).objects()
     except UnsupportedStack as exc:
         print("error: %s" % exc, file=sys.stderr)
         return EXIT_INVALID
@@ -139,7 +139,9 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("schema", help="print the profile's JSON Schema")
     s.set_defaults(func=cmd_schema)
 
-    r = sub.add_parser("render", help="write the scheduling stack as YAML (for GitOps and air-gapped clusters)")
+    r = sub.add_parser(
+        "render", help="write the whole deployment (scheduling stack, storage, image build spec, jobs) as YAML"
+    )
     r.add_argument("profile", metavar="PROFILE")
     r.add_argument("--out", required=True, metavar="DIR")
     r.add_argument(

@@ -1,9 +1,9 @@
 """Names MindCluster reads: labels, annotations, env vars, ports, paths, users.
 
 Everything else in the project (Pulumi components, Ansible roles, the runtime image, tests)
-imports these; none of them types a MindCluster name again. Sources as in
-``shared/research/mindcluster.md`` (YAMLCFG = job YAML field reference, RT04 = fault handling
-policies, ENV = environment variable reference, INST01 = preparing for installation).
+imports these; none of them types a MindCluster name again. Sources are codes of
+:mod:`resumable.sources` (docs/sources.md): YAMLCFG = job YAML field reference, RT04 = fault
+handling policies, ENV = environment variable reference, INST01 = preparing for installation.
 """
 
 from __future__ import annotations
@@ -16,12 +16,19 @@ LABEL_FAULT_RETRY_TIMES = "fault-retry-times"
 LABEL_POD_RESCHEDULING = "pod-rescheduling"
 LABEL_PROCESS_RECOVER_ENABLE = "process-recover-enable"
 LABEL_SUB_HEALTHY_STRATEGY = "subHealthyStrategy"
+#: switch-affinity scheduling (INST05; Volcano init-params nslb-version/shared-tor-num)
+LABEL_TOR_AFFINITY = "tor-affinity"
+#: the ConfigMaps a job carries: reset-config-<job> (label reset=true, synced by the device plugin)
+#: and rings-config-<job> (RankTable of a Volcano Job) (RT01; RT06; YAMLCFG)
+LABEL_RESET = "reset"
 
 # --- job annotations ---------------------------------------------------------------------------------
 ANNOTATION_RECOVER_STRATEGY = "recover-strategy"
 ANNOTATION_WAIT_RESCHEDULE_TIMEOUT = "wait-reschedule-timeout"
 ANNOTATION_SCHEDULE_POLICY = "huawei.com/schedule_policy"
 ANNOTATION_RECOVER_POLICY_PATH = "huawei.com/recover_policy_path"
+#: logical SuperPoD size of an A3 job (YAMLCFG; the operator reads it, pkg/utils/superpod.go)
+ANNOTATION_SP_BLOCK = "sp-block"
 
 # --- node labels (INST01 Table 1; K8S Table 4) ----------------------------------------------------------
 NODE_LABEL_MASTER = "masterselector"
@@ -64,8 +71,16 @@ NAMESPACE_NPU_EXPORTER = "npu-exporter"
 
 # --- training container (YAMLCFG) --------------------------------------------------------------------
 CONTAINER_NAME = "ascend"
+ASCENDJOB_API_VERSION = "mindxdl.gitee.com/v1"
+ASCENDJOB_KIND = "AscendJob"
+VCJOB_API_VERSION = "batch.volcano.sh/v1alpha1"
+VCJOB_KIND = "Job"
+#: schedulerName of every training job (YAMLCFG)
+SCHEDULER_NAME_VOLCANO = "volcano"
+#: the single task of a Volcano Job (the MCD: vcjob sample, plan.job.VCJOB_SAMPLE, names it "default")
+VCJOB_TASK = "default"
 
-# --- environment variables (ENV; RT04; RT05; seeds) -------------------------------------------------------
+# --- environment variables (ENV; RT04; RT05; RTO; PLR) -------------------------------------------------------
 ENV_HCCL_ASYNC_ERROR_HANDLING = "HCCL_ASYNC_ERROR_HANDLING"
 ENV_RESUME_MODE_ENABLE = "RESUME_MODE_ENABLE"
 ENV_TASKD_PROCESS_ENABLE = "TASKD_PROCESS_ENABLE"
@@ -94,9 +109,12 @@ ENV_TASKD_LOG_PATH = "TASKD_LOG_PATH"
 ENV_MASTER_ADDR = "MASTER_ADDR"
 ENV_MS_SCHED_HOST = "MS_SCHED_HOST"
 ENV_RANK = "RANK"
+#: NPUs the container sees; set from the pod annotation the device plugin writes (YAMLCFG). The
+#: Ascend Operator adds it itself from 7.0.RC1; a Volcano Job never gets it (releases.py).
+ENV_ASCEND_VISIBLE_DEVICES = "ASCEND_VISIBLE_DEVICES"
 
 # --- paths --------------------------------------------------------------------------------------------
-#: libtaskd.so inside the taskd wheel (seed 配置进程级别重调度 适配训练脚本).
+#: libtaskd.so inside the taskd wheel (PLR 适配训练脚本).
 LIBTASKD_RELATIVE = "taskd/python/cython_api/libs/libtaskd.so"
 #: RankTable: volume must be named "ranktable"; the operator writes hccl.json into the host dir.
 RANKTABLE_VOLUME = "ranktable"
@@ -104,6 +122,16 @@ RANKTABLE_MOUNT = "/user/serverid/devindex/config"
 RANKTABLE_HOST_ROOT = "/user/mindx-dl/ranktable"
 LOG_ROOT = "/var/log/mindx-dl"
 DRIVER_PATH = "/usr/local/Ascend/driver"
+LOCALTIME_PATH = "/etc/localtime"
+#: reset-config-<job> ConfigMap, mounted read-only here by jobs with graceful fault tolerance,
+#: an in-container agent or process-level recovery (RT01 "ConfigMap Description"; elastic agent
+#: constants RESET_CONFIG_PATH = /user/restore/reset/config/reset.json)
+RESET_CONFIG_PREFIX = "reset-config-"
+RESET_CONFIG_MOUNT = "/user/restore/reset/config"
+RESET_CONFIG_VOLUME = "reset-config"
+#: rings-config-<job> ConfigMap holding hccl.json for a Volcano Job (RT06; YAMLCFG)
+RINGS_CONFIG_PREFIX = "rings-config-"
+RANKTABLE_FILE = "hccl.json"
 #: The device plugin mounts /etc/vnpu.cfg as hostPath type File: it must exist before the pod starts
 #: (the driver installer creates it, mode 0600; node-prep.md 2.2 and 3.9).
 VNPU_CFG = "/etc/vnpu.cfg"
@@ -146,12 +174,12 @@ UID_HWHIAI = 1000
 USER_HWMINDX = "hwMindX"
 UID_HWMINDX = 9000
 
-# --- run.py patches (seeds) ---------------------------------------------------------------------------
+# --- run.py patches (RTO; PLR) --------------------------------------------------------------------------
 #: TaskD from 7.3.0: `sed -i '/import os/i import taskd.python.adaptor.patch' .../torch/distributed/run.py`
-#: (seed 配置进程级别重调度 构建镜像)
+#: (PLR 构建镜像)
 RUNPY_IMPORT_TASKD = "import taskd.python.adaptor.patch"
 RUNPY_ANCHOR_TASKD = "import os"
-#: Elastic Agent up to 7.2: `sed -i '/import logging/i import mindx_elastic.api' ...` (seed 恢复时间优化 表2)
+#: Elastic Agent up to 7.2: `sed -i '/import logging/i import mindx_elastic.api' ...` (RTO 表2)
 RUNPY_IMPORT_MINDX_ELASTIC = "import mindx_elastic.api"
 RUNPY_ANCHOR_MINDX_ELASTIC = "import logging"
 

@@ -3,21 +3,30 @@
 Both the rules ("is this allowed?") and the plan ("what must be set?") need the same derived
 answers (which recovery levels are on, does the job need TaskD, is the watchdog effectively on);
 computing them here keeps the two from disagreeing.
+
+Each job is first read together with its ``env``: where the profile leaves a setting to the plan
+(``auto``, null) and ``env`` states it, the env value becomes the setting
+(:func:`resumable.envtable.lift`), so rules check a recovery setting the same whichever way it is
+written and name the env entry when that is where it came from (:meth:`JobFacts.where`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from . import releases as R
-from .choices import Framework, HotReset, TaskdManagerWhere
-from .profile import STRATEGIES, Cluster, Job, Profile
+from . import wheelfiles
+from .choices import Framework, HotReset, TaskdManagerWhere, WheelName, values
+from .envtable import Conflict, lift
+from .profile import STRATEGIES, Cluster, Image, Job, Profile
 from .versions import Version, VersionError
 
 #: Strategies that make a job "process-level" in MindCluster's sense (the operator turns the
 #: watchdog off for any of them: RT04 Table 3 "any strategy").
 PROCESS_STRATEGIES = frozenset(STRATEGIES)
+
+WHEELS: Tuple[WheelName, ...] = values(WheelName)
 
 
 def version_or_none(text: Optional[str]) -> Optional[Version]:
@@ -30,10 +39,38 @@ def version_or_none(text: Optional[str]) -> Optional[Version]:
 
 
 @dataclass
+class Adapter:
+    """The FrameworkPTAdapter (torch_npu product) release of a job's image, as far as it is known."""
+
+    #: the release, or a lower bound of it when ``exact`` is false; None: unknown
+    release: Optional[Version]
+    exact: bool
+    #: how it was found (for messages): "image.framework_pt_adapter", "the PTA version table", ...
+    how: str
+    #: the torch version the torch_npu package is built for, when the table says
+    torch: Optional[Version] = None
+
+    def above(self, floor: str) -> Optional[bool]:
+        """Whether the release is newer than ``floor``: True/False when known, None when only a
+        lower bound at or below ``floor`` is known (or nothing)."""
+        if self.release is None:
+            return None
+        if self.release > Version(floor):
+            return True
+        return False if self.exact else None
+
+
+@dataclass
 class JobFacts:
     index: int
     path: str  # "jobs[0]"
+    #: the job with env values read into the fields the profile left to the plan
     job: Job
+    #: the job as the profile wrote it
+    declared: Job
+    #: field path relative to the job -> the env variable it was read from
+    origins: Dict[str, str]
+    env_conflicts: List[Conflict]
     cluster: Cluster
     release: Version
     framework: Framework
@@ -44,54 +81,105 @@ class JobFacts:
     job_level: bool
     graceful: bool
     hot_switch: bool
-    adapter: Optional[Version]  # FrameworkPTAdapter release of torch_npu, when known
-    torch: Optional[Version]
+    adapter_info: Adapter
+    torch: Optional[Version]  # image.torch, or the torch the torch_npu package is built for
     cann: Optional[Version]
     mindspore: Optional[Version]
+    #: version of each vendor wheel: image.<name>, or the version in image.wheels.<name>'s file name
+    wheel_versions: Dict[WheelName, Optional[str]]
     uses_taskd: bool  # TaskD is the in-container agent (process-level, or pod-level from 7.3)
     uses_mindx_elastic: bool  # legacy Elastic Agent patches run.py (PyTorch up to 7.2)
     taskd_manager_where: TaskdManagerWhere
-    watchdog_supported: bool
-    watchdog_on: bool
+    #: True/False when known, None when the image's versions do not tell
+    watchdog_supported: Optional[bool]
+    #: True on, False off, None: left at the vendor default without knowing whether it exists
+    watchdog_on: Optional[bool]
+    #: hostNetwork of the job's pods: jobs[].host_network, else cluster.host_network
+    host_network: bool = False
 
     @property
     def is_pytorch(self) -> bool:
         return self.framework == "pytorch"
 
+    @property
+    def adapter(self) -> Optional[Version]:
+        return self.adapter_info.release
+
+    @property
+    def in_container_agent(self) -> bool:
+        """An in-container agent restarts processes: graceful fault tolerance, Pod- or process-level
+        rescheduling, hot switching (RTO 表2; PLR 构建镜像)."""
+        return self.process_level or self.pod_level or self.hot_switch or self.graceful
+
     def at_least(self, gate: R.Gate) -> bool:
         return R.at_least(self.release, gate)
 
+    def where(self, field: str) -> str:
+        """The profile path a setting came from: the env entry it was read from, or the field."""
+        name = self.origins.get(field)
+        if name is not None:
+            return "%s.env.%s" % (self.path, name)
+        return "%s.%s" % (self.path, field)
 
-def adapter_version(job: Job) -> Optional[Version]:
-    """The FrameworkPTAdapter release of torch_npu: given directly, or read from a torch_npu
-    version written in the adapter style (major 5 or more, e.g. 6.0.RC3)."""
-    explicit = version_or_none(job.image.framework_pt_adapter)
+
+def adapter_of(image: Image) -> Adapter:
+    """The FrameworkPTAdapter release of torch_npu: declared (image.framework_pt_adapter), written
+    as a product release in image.torch_npu (6.0.RC3, 7.3.0), or looked up from its pip version in
+    the published version table (PTA; :data:`resumable.releases.TORCH_NPU_BUILDS`)."""
+    explicit = version_or_none(image.framework_pt_adapter)
+    npu = version_or_none(image.torch_npu)
+    table = R.torch_npu_release(npu) if npu is not None and not R.is_adapter_style(npu) else None
+    torch = table.torch if table is not None else None
     if explicit is not None:
-        return explicit
-    npu = version_or_none(job.image.torch_npu)
-    if npu is not None and npu.release[0] >= 5:
-        return npu
-    return None
+        return Adapter(explicit, True, "image.framework_pt_adapter", torch)
+    if npu is not None and R.is_adapter_style(npu):
+        return Adapter(npu, True, "image.torch_npu", None)
+    if table is not None:
+        how = "the PTA version table (torch_npu %s is %s %s)" % (
+            npu,
+            "release" if table.exact else "at least release",
+            table.release,
+        )
+        return Adapter(table.release, table.exact, how, torch)
+    return Adapter(None, False, "not declared", None)
 
 
-def watchdog_supported(job: Job) -> bool:
-    """Seed 恢复时间优化 表1: PyTorch 2.1.0 or later and torch_npu newer than 6.0.RC1;
-    MindSpore 2.4 or later (RT05)."""
-    if job.image.framework == "mindspore":
-        ms = version_or_none(job.image.mindspore)
-        return ms is not None and ms >= Version(R.WATCHDOG_MINDSPORE)
-    torch = version_or_none(job.image.torch)
-    adapter = adapter_version(job)
-    return (
-        torch is not None
-        and torch >= Version(R.WATCHDOG_TORCH)
-        and adapter is not None
-        and adapter > Version(R.WATCHDOG_ADAPTER_ABOVE)
-    )
+def watchdog_support(
+    framework: str, torch: Optional[Version], adapter: Adapter, mindspore: Optional[Version]
+) -> Optional[bool]:
+    """RTO 表1: PyTorch 2.1.0 or later and torch_npu newer than 6.0.RC1 (on by default there);
+    MindSpore 2.4 or later (RT05). None when the image's versions do not tell."""
+    if framework == "mindspore":
+        if mindspore is None:
+            return None
+        return mindspore >= Version(R.WATCHDOG_MINDSPORE)
+    if torch is not None and torch < Version(R.WATCHDOG_TORCH):
+        return False
+    newer = adapter.above(R.WATCHDOG_ADAPTER_ABOVE)
+    if newer is False:
+        return False
+    if torch is None or newer is None:
+        return None
+    return True
+
+
+def wheel_versions(image: Image) -> Dict[WheelName, Optional[str]]:
+    out: Dict[WheelName, Optional[str]] = {}
+    for name in WHEELS:
+        declared: Optional[str] = getattr(image, name)
+        spec = image.wheels.get(name)
+        if declared is None and spec is not None:
+            location = spec.file or spec.url
+            parsed = wheelfiles.parse(location) if location else None
+            declared = parsed.version if parsed is not None else None
+        out[name] = declared
+    return out
 
 
 def job_facts(profile: Profile, index: int) -> JobFacts:
-    job = profile.jobs[index]
+    declared = profile.jobs[index]
+    lifted = lift(declared)
+    job = lifted.job
     cluster = profile.cluster
     release = version_or_none(cluster.mindcluster) or Version("0")
     seen: List[str] = []
@@ -123,17 +211,24 @@ def job_facts(profile: Profile, index: int) -> JobFacts:
         where = "none"
     else:
         where = chosen
-    supported = watchdog_supported(job)
+    adapter = adapter_of(job.image)
+    torch = version_or_none(job.image.torch) or adapter.torch
+    mindspore = version_or_none(job.image.mindspore)
+    supported = watchdog_support(framework, torch, adapter, mindspore)
+    watchdog_on: Optional[bool]
     if job.recovery.watchdog == "on":
         watchdog_on = True
-    elif job.recovery.watchdog == "off":
+    elif job.recovery.watchdog == "off" or process_level or hot_switch:
         watchdog_on = False
     else:
-        watchdog_on = supported and not process_level and not hot_switch
+        watchdog_on = supported
     return JobFacts(
         index=index,
         path="jobs[%d]" % index,
         job=job,
+        declared=declared,
+        origins=lifted.origins,
+        env_conflicts=lifted.conflicts,
         cluster=cluster,
         release=release,
         framework=framework,
@@ -144,20 +239,50 @@ def job_facts(profile: Profile, index: int) -> JobFacts:
         job_level=rescheduling_on,
         graceful=job.recovery.graceful,
         hot_switch=hot_switch,
-        adapter=adapter_version(job),
-        torch=version_or_none(job.image.torch),
+        adapter_info=adapter,
+        torch=torch,
         cann=version_or_none(job.image.cann),
-        mindspore=version_or_none(job.image.mindspore),
+        mindspore=mindspore,
+        wheel_versions=wheel_versions(job.image),
         uses_taskd=uses_taskd,
         uses_mindx_elastic=uses_mindx_elastic,
         taskd_manager_where=where,
         watchdog_supported=supported,
         watchdog_on=watchdog_on,
+        host_network=cluster.host_network if job.host_network is None else job.host_network,
     )
 
 
 def all_job_facts(profile: Profile) -> List[JobFacts]:
     return [job_facts(profile, i) for i in range(len(profile.jobs))]
+
+
+def needed_wheels(f: JobFacts) -> List[Tuple[WheelName, str]]:
+    """The vendor wheels the job's recovery settings need in the image, with the reason.
+
+    PyTorch with graceful fault tolerance, Pod- or process-level rescheduling installs the
+    in-container agent (TaskD from 7.3.0, mindx_elastic before) and MindIO TTP, and patches torch's
+    run.py (RTO 表2 Dockerfile; PLR 构建镜像). MindSpore process-level rescheduling installs MindIO
+    TTP and TaskD (PLR 构建镜像); MindSpore Pod-level rescheduling uses TaskD (RT04). MindIO ACP
+    comes with asynchronous checkpoints (RT05).
+    """
+    out: List[Tuple[WheelName, str]] = []
+    if f.uses_taskd:
+        out.append(("taskd", "TaskD agent (PLR 构建镜像)"))
+    if f.uses_mindx_elastic:
+        out.append(("mindx_elastic", "Elastic Agent up to 7.2 (RTO 表2 Dockerfile)"))
+    if (f.is_pytorch and f.in_container_agent) or f.process_level or f.hot_switch:
+        out.append(("mindio_ttp", "MindIO TTP (RTO 表2 Dockerfile; PLR 构建镜像)"))
+    if f.job.checkpoint.mindio_acp:
+        out.append(("mindio_acp", "MindIO ACP asynchronous checkpoints (RT05 Tables 5-6)"))
+    return out
+
+
+def uses_compile_cache(f: JobFacts) -> bool:
+    """The job keeps a compile cache on shared storage: the operator compile cache (compile.mode:
+    cache, RTO 表10) or the MindSpore graph cache (under <cache_path>/ms, RT05)."""
+    c = f.job.compile
+    return c.mode == "cache" or (c.mindspore_graph_cache and not f.is_pytorch)
 
 
 def hot_reset_for(profile: Profile, facts: List[JobFacts]) -> Optional[HotReset]:

@@ -30,6 +30,7 @@ from .choices import (
     Strategy,
     SubHealth,
     TaskdManagerChoice,
+    TorAffinity,
     WheelName,
     values,
 )
@@ -40,7 +41,11 @@ STRATEGIES = values(Strategy)
 
 @dataclass
 class Nfs:
-    """An NFS export that holds the compile cache, checkpoints and ranktable directories."""
+    """An NFS export that holds the compile cache, checkpoints and ranktable directories.
+
+    The ranktable needs no volume of its own: every node mounts <path>/ranktable at
+    /user/mindx-dl/ranktable (plan.nodes.shared_mounts), where the Ascend Operator writes hccl.json
+    and the training pods read it through a hostPath volume (INST08; RT06)."""
 
     server: str = field(default="", metadata=spec("NFS server address.", required=True, example="10.0.0.10"))
     path: str = field(default="", metadata=spec("Exported path on the server.", required=True))
@@ -48,15 +53,21 @@ class Nfs:
 
 @dataclass
 class Storage:
-    """Shared storage for the compile cache, checkpoints and the ranktable (give nfs or storage_class)."""
+    """Shared storage for the compile caches and checkpoints (give nfs or storage_class); RankTable
+    mode needs nfs (the nodes mount its ranktable directory)."""
 
     nfs: Optional[Nfs] = field(default=None, metadata=spec("An NFS export mounted by every pod."))
     storage_class: Optional[str] = field(
         default=None, metadata=spec("A ReadWriteMany storage class to provision volumes from instead of NFS.")
     )
-    cache_size: str = field(default="200Gi", metadata=spec("Size of the compile-cache volume."))
+    cache_size: str = field(
+        default="200Gi",
+        metadata=spec(
+            "Size of the compile-cache volume (a storage-class claim's request; informational for NFS, "
+            "where Kubernetes does not enforce capacity, KUBE PersistentVolumes)."
+        ),
+    )
     checkpoint_size: str = field(default="2Ti", metadata=spec("Size of the checkpoint volume."))
-    ranktable_size: str = field(default="1Gi", metadata=spec("Size of the ranktable volume."))
 
 
 @dataclass
@@ -71,7 +82,7 @@ class Scheduler:
         default=900,
         metadata=spec(
             "Volcano init-param grace-over-time: seconds a faulty pod may take to stop gracefully "
-            "before it is force-deleted (INST05 Table 3).",
+            "before it is force-deleted (INST05 Table 3, range 2 to 3600).",
             minimum=C.RANGE_GRACE_OVER_TIME[0],
             maximum=C.RANGE_GRACE_OVER_TIME[1],
         ),
@@ -86,7 +97,7 @@ class Scheduler:
     list_watch_period: int = field(
         default=5,
         metadata=spec(
-            "Device plugin -listWatchPeriod in seconds (INST04; RT07).",
+            "Device plugin -listWatchPeriod in seconds (INST04 Table 3, range 3 to 1800; RT07).",
             minimum=C.RANGE_LIST_WATCH_PERIOD[0],
             maximum=C.RANGE_LIST_WATCH_PERIOD[1],
         ),
@@ -94,7 +105,7 @@ class Scheduler:
     report_interval: int = field(
         default=5,
         metadata=spec(
-            "NodeD -reportInterval in seconds (INST09; RT07).",
+            "NodeD -reportInterval in seconds (INST09, range 1 to 300; RT07).",
             minimum=C.RANGE_REPORT_INTERVAL[0],
             maximum=C.RANGE_REPORT_INTERVAL[1],
         ),
@@ -152,7 +163,12 @@ class Cluster:
         metadata=spec("Training pods use the host network (recommended above about 1000 nodes, YAMLCFG)."),
     )
     hdk: Optional[str] = field(
-        default=None, metadata=spec("NPU driver/firmware (HDK) version on the nodes.", version=True)
+        default=None,
+        metadata=spec(
+            "NPU driver/firmware (HDK) version the nodes must run, e.g. 25.0.rc1.1; the node roles read "
+            "it from plan.nodes.hdk; null = not pinned.",
+            version=True,
+        ),
     )
     reserve_taskd_ports: Optional[bool] = field(
         default=None,
@@ -168,17 +184,24 @@ class Wheel:
     """A vendor wheel file for the training image: a local file or an https URL, with its sha256.
 
     TaskD, MindIO and mindx_elastic are never installed from a package index by name: public
-    projects with those names exist (seed 配置进程级别重调度 构建镜像 installs "TaskD whl安装包的路径").
+    projects with those names exist (PLR 构建镜像 installs "TaskD whl安装包的路径"). `validate` and
+    `plan` check what the declaration says (an https URL, a 64-digit sha256, a file name whose
+    distribution and version match); they do not look for the file, since a profile is often
+    validated on a machine without the wheels: `resumable image context` checks that the file
+    exists and matches its sha256 when it builds the image.
     """
 
     file: Optional[str] = field(
         default=None,
         metadata=spec(
-            "Path of the .whl file on the machine that builds the image (relative to the profile's directory).",
+            "Path of the .whl file on the machine that builds the image (relative to the profile's "
+            "directory); its name must carry the wheel's distribution and version (PEP427).",
             example="wheels/taskd-7.3.0-py3-none-linux_aarch64.whl",
         ),
     )
-    url: Optional[str] = field(default=None, metadata=spec("https URL of the .whl file (instead of file)."))
+    url: Optional[str] = field(
+        default=None, metadata=spec("https URL of the .whl file (instead of file); give sha256 with it.")
+    )
     sha256: Optional[str] = field(
         default=None, metadata=spec("sha256 of the .whl file (64 hex digits); checked before it is installed.")
     )
@@ -188,22 +211,30 @@ class Wheel:
 class Image:
     """The training image's software."""
 
-    name: Optional[str] = field(default=None, metadata=spec("Training image reference (registry/name:tag)."))
+    name: Optional[str] = field(
+        default=None,
+        metadata=spec(
+            "Training image reference (registry/name:tag) the job templates run (plan.jobs[].image.name); "
+            "null = the deployment builds and names it."
+        ),
+    )
     base: Optional[str] = field(default=None, metadata=spec("Base image the training image is built from."))
     framework: Framework = field(default="pytorch", metadata=spec("Framework."))
     torch: Optional[str] = field(default=None, metadata=spec("PyTorch version.", version=True))
     torch_npu: Optional[str] = field(
         default=None,
         metadata=spec(
-            "torch_npu version: the pip version (2.1.0.post8) or the FrameworkPTAdapter release (6.0.RC3).",
+            "torch_npu version: the pip version (2.1.0.post8) or the FrameworkPTAdapter release (6.0.RC3); "
+            "a pip version is looked up in the published version table (PTA, docs/rules.md).",
             version=True,
         ),
     )
     framework_pt_adapter: Optional[str] = field(
         default=None,
         metadata=spec(
-            "FrameworkPTAdapter release of torch_npu (6.0.RC3, 7.3.0); needed for the watchdog and "
-            "Parallel Store gates when torch_npu is given as a pip version.",
+            "FrameworkPTAdapter release of torch_npu (6.0.RC3, 7.3.0); needed for the watchdog, "
+            "Parallel Store and RankTable gates only when torch_npu is a pip version the published "
+            "table does not list; must agree with the table otherwise (PTA).",
             version=True,
         ),
     )
@@ -227,7 +258,8 @@ class Image:
         default_factory=dict,
         metadata=spec(
             "The vendor wheel files the image recipe installs, by name (taskd, mindio_ttp, mindio_acp, "
-            "mindx_elastic); each a file or URL with an optional sha256."
+            "mindx_elastic); each a file or an https URL with an optional sha256. Every declared wheel "
+            "is installed; the ones the recovery settings need must be declared (PLR 构建镜像)."
         ),
     )
 
@@ -247,7 +279,8 @@ class Hccl:
     exec_timeout: Optional[int] = field(
         default=None,
         metadata=spec(
-            "HCCL_EXEC_TIMEOUT in seconds, 0 = never; null = CANN default (1836 on A2) (HA-CANN-EXEC).",
+            "HCCL_EXEC_TIMEOUT in seconds, 0 = never; null = CANN default (1836 on A2) (HA-CANN-EXEC). "
+            "The upper bound 2147483647 is this project's limit (PROJECT).",
             minimum=0,
             maximum=2147483647,
         ),
@@ -261,14 +294,15 @@ class Recovery:
     fault_scheduling: FaultScheduling = field(
         default="grace",
         metadata=spec(
-            "Label fault-scheduling: grace (graceful delete, then force after grace-over-time), force, "
-            "or off (no resumable training) (YAMLCFG; RT04).",
+            "Label fault-scheduling: grace (graceful delete, then force after grace-over-time), force "
+            "(immediate delete; not with the host network), or off (no resumable training) (YAMLCFG; RT04).",
         ),
     )
     fault_retry_times: Optional[int] = field(
         default=None,
         metadata=spec(
-            "Label fault-retry-times: unconditional retries on service-plane faults; null = unset.",
+            "Label fault-retry-times: unconditional retries on service-plane faults; null = unset "
+            "(K8S Pod labels table, range 0 to 100).",
             minimum=0,
             maximum=100,
         ),
@@ -280,26 +314,34 @@ class Recovery:
         default_factory=list,
         metadata=spec(
             "Annotation recover-strategy: process-level strategies, any of retry, recover, "
-            "recover-in-place, elastic-training, dump, exit (seed 配置进程级别重调度).",
+            "recover-in-place, elastic-training, dump, exit (PLR 准备任务YAML).",
         ),
     )
     watchdog: AutoOnOff = field(
         default="auto",
         metadata=spec(
-            "Watchdog fault detection: auto (on where supported and allowed), on, off (seed 恢复时间优化 表1).",
+            "Watchdog fault detection: auto (on where the image supports it and no process-level "
+            "strategy forbids it; left at the vendor default when support is unknown), on, off (RTO 表1).",
         ),
     )
     max_restarts: Optional[int] = field(
         default=None,
         metadata=spec(
-            "torchrun --max_restarts: faults tolerated inside the container; null = 32767 (seed 表2).",
+            "torchrun --max_restarts: faults tolerated inside the container, an integer; null = the TaskD "
+            "default 32767 (RTO 表2). The range 0 to 32767 is this project's limit (PROJECT). torchrun "
+            "only: msrun has no such option (MS-MSRUN).",
             minimum=0,
             maximum=32767,
         ),
     )
     monitor_interval: Optional[int] = field(
         default=None,
-        metadata=spec("torchrun --monitor_interval in seconds; null = 5 (seed 表2).", minimum=1, maximum=3600),
+        metadata=spec(
+            "torchrun --monitor_interval in seconds, an integer; null = 5 (RTO 表2). The range 1 to 3600 is "
+            "this project's limit (PROJECT). torchrun only: msrun has no such option (MS-MSRUN).",
+            minimum=1,
+            maximum=3600,
+        ),
     )
     sub_health: SubHealth = field(
         default="ignore",
@@ -309,7 +351,11 @@ class Recovery:
     )
     wait_reschedule_timeout: Optional[int] = field(
         default=None,
-        metadata=spec("Annotation wait-reschedule-timeout in seconds; null = 270 (RT04).", minimum=30, maximum=270),
+        metadata=spec(
+            "Annotation wait-reschedule-timeout in seconds; null = 270 (YAMLCFG, range 30 to 270).",
+            minimum=30,
+            maximum=270,
+        ),
     )
     graceful: bool = field(
         default=False,
@@ -321,12 +367,22 @@ class Recovery:
             "TASKD_PROCESS_ENABLE: auto (as the release needs), on, off (RT04).",
         ),
     )
-    termination_grace_period: int = field(
-        default=600,
+    termination_grace_period: Optional[int] = field(
+        default=None,
         metadata=spec(
-            "Pod terminationGracePeriodSeconds; must stay below Volcano grace-over-time (YAMLCFG).",
+            "Pod terminationGracePeriodSeconds; must stay below Volcano grace-over-time (YAMLCFG); null = not "
+            "set (the Kubernetes default, 30 s). The range 0 to 86400 is this project's limit (PROJECT).",
             minimum=0,
             maximum=86400,
+        ),
+    )
+    backoff_limit: Optional[int] = field(
+        default=None,
+        metadata=spec(
+            "Most job reschedules: AscendJob runPolicy.backoffLimit, Volcano Job maxRetry; null = not set "
+            "(unlimited for an AscendJob, 3 for a Volcano Job) (YAMLCFG).",
+            minimum=1,
+            maximum=100000,
         ),
     )
     restart_policy: RestartPolicy = field(
@@ -335,7 +391,7 @@ class Recovery:
     )
     ttp_port: Optional[int] = field(
         default=8000,
-        metadata=spec("MindIO TTP controller port (TTP_PORT, port ttp-port).", minimum=1, maximum=65535),
+        metadata=spec("MindIO TTP controller port (TTP_PORT, port ttp-port; RT06).", minimum=1, maximum=65535),
     )
 
 
@@ -347,19 +403,24 @@ class Compile:
         default="default",
         metadata=spec(
             "binaries (jit_compile=False), cache (jit_compile=True + ASCEND_CACHE_PATH on shared storage), "
-            "or default (seed 恢复时间优化 表9/表10).",
+            "or default (RTO 表9/表10). On MindSpore (2.5.0+) the launcher calls op_compile(False/True) "
+            "instead of torch.npu.set_compile_mode (MS-OPCOMPILE).",
         ),
     )
     cache_path: str = field(
         default="/job/op_cache",
-        metadata=spec("ASCEND_CACHE_PATH: where the shared compile cache is mounted."),
+        metadata=spec("ASCEND_CACHE_PATH: where the shared compile cache is mounted (RTO 表10)."),
     )
     max_op_cache_size: Optional[int] = field(
         default=None,
-        metadata=spec("ASCEND_MAX_OP_CACHE_SIZE; null = -1 on shared storage (seed 表10).", minimum=-1),
+        metadata=spec("ASCEND_MAX_OP_CACHE_SIZE; null = -1 on shared storage (RTO 表10).", minimum=-1),
     )
     mindspore_graph_cache: bool = field(
-        default=False, metadata=spec("MindSpore graph cache (MS_COMPILER_CACHE_ENABLE) on shared storage.")
+        default=False,
+        metadata=spec(
+            "MindSpore graph cache (MS_COMPILER_CACHE_ENABLE, MS_COMPILER_CACHE_PATH=<cache_path>/ms) on "
+            "the shared compile-cache volume (RT05)."
+        ),
     )
 
 
@@ -369,7 +430,12 @@ class Checkpoint:
 
     path: str = field(default="/job/ckpt", metadata=spec("Checkpoint directory inside the pods (shared storage)."))
     interval_minutes: float = field(
-        default=60.0, metadata=spec("Minutes between periodic checkpoints.", minimum=0.1, maximum=100000)
+        default=60.0,
+        metadata=spec(
+            "Minutes between periodic checkpoints (range: this project's limit, PROJECT).",
+            minimum=0.1,
+            maximum=100000,
+        ),
     )
     dump: bool = field(
         default=False,
@@ -400,6 +466,23 @@ class Budget:
 
 
 @dataclass
+class JobVolume:
+    """A volume of the user's own (code, data, output) mounted into every pod of the job."""
+
+    name: str = field(default="", metadata=spec("Volume name.", required=True, dns_name=True))
+    mount_path: str = field(
+        default="", metadata=spec("Absolute path inside the container.", required=True, example="/job/code")
+    )
+    host_path: Optional[str] = field(
+        default=None, metadata=spec("A directory on every node (e.g. an NFS mount the nodes share).")
+    )
+    claim: Optional[str] = field(
+        default=None, metadata=spec("An existing PersistentVolumeClaim in the job's namespace (instead of host_path).")
+    )
+    read_only: bool = field(default=False, metadata=spec("Mount read-only."))
+
+
+@dataclass
 class Job:
     """One training job template."""
 
@@ -410,8 +493,11 @@ class Job:
         metadata=spec("ascendjob (Ascend Operator) or vcjob (Volcano Job)."),
     )
     image: Image = field(default_factory=Image, metadata=spec("The training image's software."))
-    nodes: int = field(default=1, metadata=spec("Number of nodes (one pod per node).", minimum=1, maximum=20000))
-    npus_per_node: int = field(default=8, metadata=spec("NPUs per node.", minimum=1, maximum=16))
+    nodes: int = field(
+        default=1,
+        metadata=spec("Number of nodes (one pod per node; at most 20000 replicas, INST08).", minimum=1, maximum=20000),
+    )
+    npus_per_node: int = field(default=8, metadata=spec("NPUs per node (YAMLCFG: 1 to 16).", minimum=1, maximum=16))
     launcher: Launcher = field(
         default="torchrun",
         metadata=spec("Launcher."),
@@ -438,11 +524,35 @@ class Job:
     )
     env: Dict[str, str] = field(
         default_factory=dict,
-        metadata=spec("Extra container environment (checked against what the plan sets)."),
+        metadata=spec(
+            'Extra container environment. A variable the plan owns (docs/profile.md, "Environment the plan '
+            'owns") is read as its profile field where that is auto or null, and must agree with it '
+            "otherwise; nothing here is dropped or overridden."
+        ),
     )
     schedule_policy: Optional[str] = field(
         default=None,
         metadata=spec("Annotation huawei.com/schedule_policy, e.g. chip8-node8 (VCAPI Table 3)."),
+    )
+    host_network: Optional[bool] = field(
+        default=None,
+        metadata=spec("hostNetwork of this job's pods; null = cluster.host_network (YAMLCFG)."),
+    )
+    volumes: List[JobVolume] = field(
+        default_factory=list,
+        metadata=spec("The user's volumes (code, data, output): a host path or an existing claim each (RT06)."),
+    )
+    tor_affinity: Optional[TorAffinity] = field(
+        default=None,
+        metadata=spec("Label tor-affinity: switch-affinity scheduling (INST05); null = not set."),
+    )
+    sp_block: Optional[int] = field(
+        default=None,
+        metadata=spec(
+            "Annotation sp-block: logical SuperPoD size in NPUs for Atlas A3 SuperPoD jobs (YAMLCFG); null = not set.",
+            minimum=1,
+            maximum=100000,
+        ),
     )
 
 
@@ -458,7 +568,8 @@ class Profile:
         default_factory=list,
         metadata=spec(
             "Ids of warning rules you have read and accept for this profile; an acknowledged warning is "
-            "listed as a plan note and no longer fails `validate --strict`."
+            "listed as a plan note and no longer fails `validate --strict`. An unknown id, or the id of "
+            "a rule that only reports errors, is an error."
         ),
     )
 

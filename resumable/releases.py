@@ -1,8 +1,10 @@
-"""What each MindCluster release supports: feature gates, Volcano builds, Kubernetes ranges.
+"""What each release supports: MindCluster feature gates, Volcano builds, Kubernetes ranges, and
+the torch_npu (FrameworkPTAdapter) version table.
 
-Every gate cites the MindCluster document it comes from (tags as in
-``shared/research/mindcluster.md`` section 0: RT0n = resumable-training user guide chapters,
-INSTnn = manual installation chapters, HAxx = hiascend.com pages for 7.x wording).
+Every gate cites the document it comes from by its code in :mod:`resumable.sources`
+(docs/sources.md): RT0n = resumable-training user guide chapters, INSTnn = manual installation
+chapters, HAxx = hiascend.com pages for 7.x wording, RTO/PLR = the two chapters the project was
+built from, PTA = the Ascend/pytorch version tables.
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ class Gate(NamedTuple):
 
 
 # --- feature gates (first MindCluster release that has the feature) -----------------------------
-#: Pod-level rescheduling needs cluster components 6.0.RC2 or later (seed "恢复时间优化", 表2).
-POD_RESCHEDULING = Gate("6.0.RC2", "seed 恢复时间优化(PyTorch) 表2; RT01")
+#: Pod-level rescheduling needs cluster components 6.0.RC2 or later (RTO 表2).
+POD_RESCHEDULING = Gate("6.0.RC2", "RTO 表2; RT01")
 #: Job-level rescheduling documented from 6.0.RC2 (RT01, Job-level constraints).
 JOB_RESCHEDULING = Gate("6.0.RC2", "RT01 Job-level rescheduling constraints")
 #: TaskD Manager API (init_taskd_manager/start_taskd_manager) exists from 7.1.RC1.
@@ -36,7 +38,7 @@ OPERATOR_INJECTS_RECOVERY_ENV = Gate(
 )
 #: PyTorch run.py is patched with TaskD (import taskd.python.adaptor.patch) from 7.3.0; up to 7.2
 #: the Elastic Agent (import mindx_elastic.api) does it. mindx_elastic reaches end of life in 7.3.0.
-TASKD_RUNPY_PATCH = Gate("7.3.0", "seed 配置进程级别重调度 构建镜像; INST00 note; HA73-025")
+TASKD_RUNPY_PATCH = Gate("7.3.0", "PLR 构建镜像; INST00 note; HA73-025")
 #: TaskD process features default on from 7.3.0 (TASKD_PROCESS_ENABLE=off disables); on 7.2.RC1
 #: they are on only when TASKD_PROCESS_ENABLE=on.
 TASKD_PROCESS_DEFAULT_ON = Gate(
@@ -44,6 +46,13 @@ TASKD_PROCESS_DEFAULT_ON = Gate(
 )
 #: The Ascend Operator sets ASCEND_VISIBLE_DEVICES itself from 7.0.RC1.
 OPERATOR_SETS_VISIBLE_DEVICES = Gate("7.0.RC1", "MC:@v7.0.RC1 ascend-operator env.go setAscendVisibleDevicesEnv")
+#: Switch-affinity scheduling (job label tor-affinity): the Volcano plugin's nslb-version and
+#: shared-tor-num init-params are in the scheduler config of every release this project deploys,
+#: the oldest being 6.0.0 (MC:@v6.0.0 component/ascend-for-volcano/build/volcano-v1.9.0.yaml; INST05).
+TOR_AFFINITY = Gate("6.0.0", "MC:@v6.0.0 component/ascend-for-volcano/build/volcano-v1.9.0.yaml (nslb-version); INST05")
+#: Logical SuperPoD scheduling (job annotation sp-block): init-param super-pod-size is in the same
+#: 6.0.0 scheduler config (ibid.; YAMLCFG sp-block).
+SP_BLOCK = Gate("6.0.0", "MC:@v6.0.0 component/ascend-for-volcano/build/volcano-v1.9.0.yaml (super-pod-size); YAMLCFG")
 #: MindIO ACP asynchronous checkpointing needs 6.0.RC2 or later (RT05 Tables 5-6).
 MINDIO_ACP = Gate("6.0.RC2", "RT05 Tables 5-6")
 #: Volcano's prefer-previous-node init-param exists from 26.1.0 (INST05).
@@ -54,12 +63,12 @@ GRACEFUL_MINDSPORE_LAST = Gate("7.1.RC1", "RT01; RT04 (graceful fault tolerance 
 
 # --- software gates (not MindCluster releases) -----------------------------------------------------
 #: Watchdog: PyTorch 2.1.0 or later and torch_npu (FrameworkPTAdapter) newer than 6.0.RC1; on by
-#: default there (seed 恢复时间优化 表1).
+#: default there (RTO 表1).
 WATCHDOG_TORCH = "2.1.0"
 WATCHDOG_ADAPTER_ABOVE = "6.0.RC1"
 #: MindSpore watchdog exists from 2.4 and is on by default (RT05, MindSpore).
 WATCHDOG_MINDSPORE = "2.4.0"
-#: Operator binaries and the operator compile cache need CANN 8.0.RC2 or later (seed 表9/表10).
+#: Operator binaries and the operator compile cache need CANN 8.0.RC2 or later (RTO 表9/表10).
 COMPILE_CANN = "8.0.RC2"
 #: torch_npu_run (Parallel Store) with torch >= 2.1 needs torch_npu newer than 6.0.RC3 (RT05 Table 2).
 PARALLEL_STORE_ADAPTER_ABOVE = "6.0.RC3"
@@ -70,6 +79,94 @@ ACP_MINDSPORE = "2.7.0"
 #: torch 2.6 changed the c10d rendezvous store; on 7.2 the docs patch rendezvous.py with a
 #: PrefixStore, from 7.3 the TaskD patch wraps it itself (HA72-075; torch_patch.py).
 PREFIX_STORE_TORCH = "2.6.0"
+
+#: MindSpore op_compile (the framework's equivalent of torch.npu.set_compile_mode) exists from
+#: MindSpore 2.5.0 (MS-OPCOMPILE).
+OP_COMPILE_MINDSPORE = "2.5.0"
+
+# --- torch_npu (Ascend Extension for PyTorch, "FrameworkPTAdapter") versions ------------------------
+
+
+class TorchNpuBuild(NamedTuple):
+    """One published torch_npu package: its pip version, the product release it belongs to (the
+    FrameworkPTAdapter / TorchNPU release the MindCluster docs gate on), the torch it is built for
+    and the CANN it was released with."""
+
+    package: str
+    release: str
+    torch: str
+    cann: str
+
+
+#: Where :data:`TORCH_NPU_BUILDS` comes from (codes of :mod:`resumable.sources`).
+TORCH_NPU_SOURCE = "PTA README Ascend Auxiliary Software; PTA related_product_version_compatibility_notes 表1"
+
+
+def _builds(release: str, cann: str, *packages: str) -> List[TorchNpuBuild]:
+    return [TorchNpuBuild(p, release, ".".join(p.split(".")[:3]).split("rc")[0], cann) for p in packages]
+
+
+#: The published torch_npu packages (PTA): the README's "Ascend Auxiliary Software" table names
+#: each package version with its branch ``v<torch>-<release>`` (``2.1.0.post8`` is branch
+#: ``v2.1.0-6.0.rc3``, release 6.0.RC3); the 7.3.0 release notes (表1) and the TorchNPU version
+#: mapping table carry the same rows for 7.3.0 to 26.1.1. Within one torch version a later
+#: package (higher ``.postN``) always belongs to a later release. Releases before 5.0.RC1
+#: (torch 1.5/1.8, adapter 2.x/3.x) are left out: no MindCluster recovery feature supports them.
+TORCH_NPU_BUILDS: Tuple[TorchNpuBuild, ...] = tuple(
+    _builds("26.1.1", "9.1.X", "2.12.0.post2", "2.11.0.post2", "2.10.0.post6", "2.9.0.post8", "2.7.1.post10")
+    + _builds("26.1.0", "9.1.0", "2.12.0", "2.11.0", "2.10.0.post4", "2.9.0.post6", "2.7.1.post8")
+    + _builds("26.0.0", "9.0.0", "2.10.0", "2.9.0.post2", "2.8.0.post4", "2.7.1.post4")
+    + _builds("7.3.0", "8.5.0", "2.9.0", "2.8.0.post2", "2.7.1.post2", "2.6.0.post5")
+    + _builds("7.2.0", "8.3.RC1", "2.8.0", "2.7.1", "2.6.0.post3", "2.1.0.post17")
+    + _builds("7.1.0", "8.2.RC1", "2.6.0", "2.5.1.post1", "2.1.0.post13")
+    + _builds("7.0.0", "8.1.RC1", "2.5.1", "2.4.0.post4", "2.3.1.post6", "2.1.0.post12")
+    + _builds("6.0.0", "8.0.0", "2.4.0.post2", "2.3.1.post4", "2.1.0.post10")
+    + _builds("6.0.RC3", "8.0.RC3", "2.4.0", "2.3.1.post2", "2.1.0.post8")
+    + _builds("6.0.RC2", "8.0.RC2", "2.3.1", "2.2.0.post2", "2.1.0.post6", "1.11.0.post14")
+    + _builds("6.0.RC1", "8.0.RC1", "2.2.0", "2.1.0.post4", "1.11.0.post11")
+    + _builds("5.0.0", "7.0.0", "2.1.0", "2.0.1.post1", "1.11.0.post8")
+    + _builds("5.0.RC3", "7.0.RC1", "2.1.0.rc1", "2.0.1", "1.11.0.post4")
+    + _builds("5.0.RC2.2", "6.3.RC3.1", "1.11.0.post3")
+    + _builds("5.0.RC2.1", "6.3.RC3", "1.11.0.post2")
+    + _builds("5.0.RC2", "6.3.RC2", "2.0.1.rc1", "1.11.0.post1")
+    + _builds("5.0.RC1", "6.3.RC1", "1.11.0")
+)
+
+
+class AdapterRelease(NamedTuple):
+    """What the version table says about a torch_npu pip version."""
+
+    #: the release of the matching row, or of the newest earlier package of the same torch version
+    release: Version
+    #: True: the package is a row of the table; False: ``release`` is only a lower bound
+    exact: bool
+    #: the torch version the package is built for
+    torch: Version
+    #: the table row the answer comes from
+    build: TorchNpuBuild
+
+
+def is_adapter_style(version: Version) -> bool:
+    """torch_npu written as a product release (``6.0.RC3``, ``7.3.0``, ``26.0.0``) rather than as a
+    pip version (``2.1.0.post8``): pip versions follow torch (1.x, 2.x), product releases start at 5."""
+    return version.release[0] >= 5
+
+
+def torch_npu_release(package: Version) -> Optional[AdapterRelease]:
+    """The product release of the torch_npu pip version ``package`` (PTA), exact when it is a
+    published package, else the release of the newest earlier package built for the same torch
+    (a lower bound); None when no earlier package of that torch version is published."""
+    base = package.release[:3]
+    same_torch = [b for b in TORCH_NPU_BUILDS if Version(b.package).release[:3] == base]
+    for b in same_torch:
+        if Version(b.package) == package:
+            return AdapterRelease(Version(b.release), True, Version(b.torch), b)
+    earlier = [b for b in same_torch if Version(b.package) < package]
+    if not earlier:
+        return None
+    newest = max(earlier, key=lambda b: Version(b.package))
+    return AdapterRelease(Version(newest.release), False, Version(newest.torch), newest)
+
 
 # --- Volcano and Kubernetes -------------------------------------------------------------------------
 
@@ -96,7 +193,8 @@ class StackRelease(NamedTuple):
     default_volcano: str
 
 
-#: Releases with upstream manifests checked by parity tests (shared/upstream/mindcluster/v*).
+#: Releases whose scheduling-stack manifests this project reproduces (checked by the parity tests
+#: against the release YAMLs of each tag, MC:@v<release> component/*/build/*.yaml).
 STACK_RELEASES: Dict[str, StackRelease] = {
     "6.0.0": StackRelease("6.0.0", ("1.7.0", "1.9.0"), "1.9.0"),
     "7.3.0": StackRelease("7.3.0", ("1.7.0", "1.9.0"), "1.9.0"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -11,9 +12,12 @@ from typing import Any, Dict, List
 import pytest
 import yaml
 
+from resumable.api import PlanError, load_plan
+from resumable.errors import ProfileError
 from resumable.plan import build_plan
 from resumable.plan.model import JobPlan, Plan
-from resumable.profile import load_profile, parse_profile
+from resumable.profile import Recovery, load_profile, parse_profile
+from resumable.rules import REGISTRY
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -22,6 +26,18 @@ EXAMPLES = ROOT / "examples"
 def plan_of(name: str) -> Plan:
     path = EXAMPLES / name
     return build_plan(load_profile(str(path)), str(path))
+
+
+def plan_json(name: str) -> Dict[str, Any]:
+    """`resumable plan EXAMPLE --format json`, as the Ansible roles and job templates read it."""
+    out = subprocess.run(
+        [sys.executable, "-m", "resumable", "plan", str(EXAMPLES / name), "--format", "json"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    result: Dict[str, Any] = json.loads(out)
+    return result
 
 
 def env_of(job: JobPlan, replica: int = 0) -> Dict[str, Any]:
@@ -42,21 +58,7 @@ def variant(name: str, **changes: Any) -> Plan:
 
 def test_process_recovery_json_has_every_acceptance_item() -> None:
     """The issue's acceptance list, read from `resumable plan ... --format json` itself."""
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "resumable",
-            "plan",
-            str(EXAMPLES / "pytorch-process-recovery.yaml"),
-            "--format",
-            "json",
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    plan = json.loads(out)
+    plan = plan_json("pytorch-process-recovery.yaml")
     job = plan["jobs"][0]
     for replica in job["replicas"]:
         assert {"name": "taskd-port", "container_port": 9601} in [
@@ -152,6 +154,7 @@ def test_before_7_2_the_job_carries_the_recovery_env_itself() -> None:
         jobs__0__image__taskd="7.1.RC1",
         jobs__0__image__mindio_ttp="7.1.RC1",
         jobs__0__image__mindx_elastic="7.1.RC1",
+        jobs__0__image__wheels={},
     )
     job = plan.jobs[0]
     env = env_of(job)
@@ -228,12 +231,15 @@ def test_ranktable_volume_is_named_ranktable() -> None:
     assert env_of(job)["RANK_TABLE_FILE"] == "/user/serverid/devindex/config/hccl.json"
 
 
-def test_profile_env_cannot_override_what_the_plan_owns() -> None:
-    job = variant(
-        "pytorch-process-recovery.yaml", jobs__0__env={"FOO": "1", "ASCEND_CACHE_PATH": "/job/op_cache"}
-    ).jobs[0]
+def test_profile_env_that_agrees_is_used_once_and_nothing_is_dropped() -> None:
+    env_in = {"FOO": "1", "ASCEND_CACHE_PATH": "/job/op_cache/", "TASKD_LOG_PATH": "/logs/taskd"}
+    job = variant("pytorch-process-recovery.yaml", jobs__0__env=env_in).jobs[0]
     names: List[str] = [e.name for e in job.replicas[0].env]
     assert names.count("ASCEND_CACHE_PATH") == 1 and "FOO" in names
+    env = env_of(job)
+    assert env["ASCEND_CACHE_PATH"] == "/job/op_cache/"  # the user's spelling, not replaced
+    assert env["TASKD_LOG_PATH"] == "/logs/taskd"
+    assert "TASKD_LOG_PATH" not in [e.name for e in job.launcher.env]  # the launcher does not override it
 
 
 def _total(line: Any) -> float:
@@ -269,3 +275,220 @@ def test_budget_follows_the_profile() -> None:
     assert all(line.terms[5].seconds == 0 for line in binaries.jobs[0].budget.ladder)
     watchdog = plan_of("job-level-minimal.yaml").jobs[0].budget
     assert watchdog.ladder[0].terms[0].seconds < watchdog.baseline.terms[0].seconds
+
+
+# --- issue 7 section 1 -------------------------------------------------------------------------------
+
+
+def findings_of(plan: Plan, severity: str) -> Dict[str, List[str]]:
+    """rule id -> the profile paths its findings of ``severity`` name."""
+    out: Dict[str, List[str]] = {}
+    for v in plan.violations:
+        if v.severity == severity:
+            out.setdefault(v.rule, []).extend(v.paths)
+    return out
+
+
+def errors_of(plan: Plan) -> Dict[str, List[str]]:
+    return findings_of(plan, "error")
+
+
+def warnings_of(plan: Plan) -> Dict[str, List[str]]:
+    return findings_of(plan, "warning")
+
+
+def job_level(**changes: Any) -> Plan:
+    """The process-recovery example without process-level strategies (a job-level PyTorch job)."""
+    base = {
+        "jobs__0__recovery__strategies": [],
+        "jobs__0__checkpoint": {"dump": False},
+    }
+    base.update(changes)
+    return variant("pytorch-process-recovery.yaml", **base)
+
+
+def test_item1_pip_torch_npu_reads_the_version_table_and_keeps_the_watchdog() -> None:
+    """2.7.1.post2 is FrameworkPTAdapter 7.3.0 (PTA): the watchdog is supported and stays on."""
+    plan = job_level()
+    job = plan.jobs[0]
+    assert "HCCL_ASYNC_ERROR_HANDLING" not in env_of(job)  # on by default: nothing to set
+    assert job.budget.ladder[0].terms[0].seconds == 360  # the watchdog ends the job in 6 min
+    assert not warnings_of(plan) and not errors_of(plan)
+
+
+def test_item1_unknown_support_warns_and_leaves_the_vendor_default() -> None:
+    plan = job_level(jobs__0__image__torch="2.13.0", jobs__0__image__torch_npu="2.13.0")
+    job = plan.jobs[0]
+    assert "HCCL_ASYNC_ERROR_HANDLING" not in env_of(job)  # never silently off
+    assert "jobs[0].image.framework_pt_adapter" in warnings_of(plan)["watchdog-unknown"]
+    assert job.budget.ladder[0].terms[0].seconds == 1800  # the budget does not count on it
+    known = job_level(
+        jobs__0__image__torch="2.13.0",
+        jobs__0__image__torch_npu="2.13.0",
+        jobs__0__image__framework_pt_adapter="26.1.1",
+    )
+    assert "watchdog-unknown" not in warnings_of(known)
+    assert known.jobs[0].budget.ladder[0].terms[0].seconds == 360
+    acknowledged = job_level(
+        jobs__0__image__torch="2.13.0", jobs__0__image__torch_npu="2.13.0", acknowledge=["watchdog-unknown"]
+    )
+    assert not warnings_of(acknowledged)
+    assert any("watchdog-unknown" in n.text for n in acknowledged.notes)
+
+
+def test_item1_unsupported_image_is_not_switched_off_either() -> None:
+    plan = job_level(jobs__0__image__torch="2.0.1", jobs__0__image__torch_npu="2.0.1.post1")
+    job = plan.jobs[0]
+    assert "HCCL_ASYNC_ERROR_HANDLING" not in env_of(job)
+    assert any("has no watchdog" in n.text for n in job.notes)
+    assert errors_of(plan) == {}
+
+
+def test_item1_an_adapter_that_contradicts_the_table_is_an_error() -> None:
+    plan = job_level(jobs__0__image__framework_pt_adapter="6.0.RC1")
+    assert "jobs[0].image.framework_pt_adapter" in errors_of(plan)["torch-npu-version"]
+
+
+def test_item2_env_is_read_as_the_field_it_belongs_to() -> None:
+    """HCCL_ASYNC_ERROR_HANDLING=0 in env with watchdog auto is a watchdog the user turned off."""
+    plan = job_level(jobs__0__env={"HCCL_ASYNC_ERROR_HANDLING": "0"})
+    job = plan.jobs[0]
+    assert env_of(job)["HCCL_ASYNC_ERROR_HANDLING"] == "0"
+    assert job.budget.ladder[0].terms[0].seconds == 1800
+    assert any("read as recovery.watchdog" in n.text for n in job.notes)
+    assert errors_of(plan) == {}
+
+
+def test_item2_env_that_turns_the_watchdog_on_is_checked_like_the_field() -> None:
+    plan = variant("pytorch-process-recovery.yaml", jobs__0__env={"HCCL_ASYNC_ERROR_HANDLING": "1"})
+    assert errors_of(plan)["watchdog-process-level"][0] == "jobs[0].env.HCCL_ASYNC_ERROR_HANDLING"
+
+
+def test_item2_contradictions_name_both_places_and_exit_2(tmp_path: Path) -> None:
+    doc = yaml.safe_load((EXAMPLES / "pytorch-process-recovery.yaml").read_text())
+    doc["jobs"][0]["env"] = {"ASCEND_MAX_OP_CACHE_SIZE": "1024", "TTP_PORT": "8001"}
+    doc["jobs"][0]["compile"]["max_op_cache_size"] = -1
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(PlanError) as err:
+        load_plan(str(path))
+    paths = {p for v in err.value.failing for p in v.paths}
+    assert {"jobs[0].env.ASCEND_MAX_OP_CACHE_SIZE", "jobs[0].compile.max_op_cache_size"} <= paths
+    assert {"jobs[0].env.TTP_PORT", "jobs[0].recovery.ttp_port"} <= paths
+    assert err.value.exit_code == 2
+
+
+def test_item2_a_cache_path_in_env_without_a_shared_volume_is_an_error() -> None:
+    plan = job_level(jobs__0__compile={"mode": "default"}, jobs__0__env={"ASCEND_CACHE_PATH": "/job/cache"})
+    assert "jobs[0].compile.mode" in errors_of(plan)["env-contradicts-profile"]
+    assert "/job/cache" not in [v.mount_path for v in plan.storage]
+
+
+def test_item3_the_recipe_installs_the_declared_wheel_files() -> None:
+    job = plan_of("pytorch-pod-rescheduling.yaml").jobs[0]
+    wheels = {w.name: w for w in job.image.wheels}
+    assert list(wheels) == ["taskd", "mindio_ttp"]  # Pod-level PyTorch: TaskD and MindIO TTP (PLR 构建镜像)
+    assert wheels["taskd"].file == str(EXAMPLES / "wheels" / "taskd-7.3.0-py3-none-linux_aarch64.whl")
+    assert wheels["mindio_ttp"].version == "7.3.0" and wheels["mindio_ttp"].sha256 == "0" * 64
+    assert job.image.runpy_patch == "import taskd.python.adaptor.patch"
+    text = subprocess.run(
+        [sys.executable, "-m", "resumable", "plan", str(EXAMPLES / "pytorch-pod-rescheduling.yaml")],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert "pip install" not in text and "taskd-7.3.0-py3-none-linux_aarch64.whl" in text
+
+
+def test_item3_a_declared_mindio_wheel_never_disappears() -> None:
+    """Before: MindIO TTP was only installed for process-level jobs."""
+    plan = job_level(jobs__0__recovery={"pod_rescheduling": True, "fault_retry_times": 3})
+    assert [w.name for w in plan.jobs[0].image.wheels] == ["taskd", "mindio_ttp"]
+    plain = job_level(jobs__0__recovery={"fault_retry_times": 3})  # job-level: nothing needs it, still declared
+    assert {w.name for w in plain.jobs[0].image.wheels} == {"taskd", "mindio_ttp"}
+    assert all("declared in the profile" in w.reason for w in plain.jobs[0].image.wheels)
+
+
+def test_item3_a_wheel_file_of_another_version_is_an_error() -> None:
+    plan = variant(
+        "pytorch-process-recovery.yaml",
+        jobs__0__image__wheels={"taskd": {"file": "wheels/taskd-7.2.0-py3-none-linux_aarch64.whl"}},
+    )
+    assert "jobs[0].image.wheels.taskd.file" in errors_of(plan)["wheel-declaration"]
+    missing = variant("pytorch-process-recovery.yaml", jobs__0__image__wheels={})
+    assert set(warnings_of(missing)["wheel-file"]) == {"jobs[0].image.wheels.taskd", "jobs[0].image.wheels.mindio_ttp"}
+
+
+def test_item4_msrun_maps_compile_mode_and_refuses_torchrun_options() -> None:
+    plan = variant("mindspore-process-recovery.yaml", jobs__0__compile={"mode": "binaries"})
+    lau = plan.jobs[0].launcher
+    assert lau.jit_compile is False
+    assert lau.compile_call == "mindspore.device_context.ascend.op_tuning.op_compile(False)"
+    assert errors_of(plan) == {}
+    refused = variant("mindspore-process-recovery.yaml", jobs__0__recovery={"max_restarts": 5, "monitor_interval": 2})
+    assert set(errors_of(refused)["msrun-options"]) >= {
+        "jobs[0].recovery.max_restarts",
+        "jobs[0].recovery.monitor_interval",
+    }
+    old = variant(
+        "mindspore-process-recovery.yaml", jobs__0__compile={"mode": "cache"}, jobs__0__image__mindspore="2.4.1"
+    )
+    assert "jobs[0].compile.mode" in errors_of(old)["msrun-compile-mode"]
+    pt = plan_of("pytorch-pod-rescheduling.yaml").jobs[0].launcher
+    assert pt.compile_call == "torch.npu.set_compile_mode(jit_compile=False)"
+
+
+def test_item5_force_with_host_network_warns_at_every_level() -> None:
+    pod = variant(
+        "pytorch-pod-rescheduling.yaml", cluster__host_network=True, jobs__0__recovery__fault_scheduling="force"
+    )
+    assert "force-host-network" in warnings_of(pod) and errors_of(pod) == {}
+    job = variant("job-level-minimal.yaml", cluster__host_network=True, jobs__0__recovery__fault_scheduling="force")
+    assert "force-host-network" in warnings_of(job) and errors_of(job) == {}
+
+
+def test_item6_acknowledge_names_warning_rules_only() -> None:
+    unknown = variant("job-level-minimal.yaml", acknowledge=["wheel-fil"])
+    assert errors_of(unknown)["acknowledge"] == ["acknowledge[0]"]
+    error_rule = variant("job-level-minimal.yaml", acknowledge=["storage-choice", "compile-exclusive"])
+    assert errors_of(error_rule)["acknowledge"] == ["acknowledge[1]"]
+
+
+def test_item6_strict_passes_on_every_example() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "resumable", "validate", "--strict", *sorted(str(p) for p in EXAMPLES.glob("*.yaml"))],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "0 errors, 0 warnings" in out.stdout
+
+
+def test_item7_project_limits_say_so() -> None:
+    fields = {f.name: f.metadata["doc"] for f in dataclasses.fields(Recovery)}
+    for name in ("max_restarts", "monitor_interval"):
+        assert "this project's limit (PROJECT)" in fields[name], name
+    assert "PROJECT" in REGISTRY["value-range"].source
+
+
+def test_item8_hdk_and_image_name_reach_the_plan_and_ranktable_needs_no_volume() -> None:
+    plan = plan_json("pytorch-process-recovery.yaml")
+    assert plan["nodes"]["hdk"] == "25.0.rc1.1"
+    assert plan["jobs"][0]["image"]["name"] == "registry.example.com/ai/mindspeed-llm:2.3.0"
+    ranktable = variant("pytorch-process-recovery.yaml", jobs__0__ranktable=True)
+    assert [v.purpose for v in ranktable.storage] == [
+        "compile cache (ASCEND_CACHE_PATH, MindSpore graph cache)",
+        "checkpoints",
+    ]
+    assert ranktable.nodes.ranktable_dirs == ["/user/mindx-dl/ranktable/training.llama-pretrain"]
+    assert ranktable.nodes.shared_mounts[0]["path"] == "/user/mindx-dl/ranktable"
+    with pytest.raises(ProfileError) as err:
+        variant("pytorch-process-recovery.yaml", storage__ranktable_size="1Gi")
+    assert "ranktable_size" in str(err.value)
+
+
+def test_mindspore_graph_cache_lives_on_shared_storage() -> None:
+    plan = plan_of("mindspore-process-recovery.yaml")
+    job = plan.jobs[0]
+    assert env_of(job)["MS_COMPILER_CACHE_PATH"] == "/job/op_cache/ms"
+    assert [v.mount_path for v in job.volumes if v.name == "op-cache"] == ["/job/op_cache"]

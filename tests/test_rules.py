@@ -36,6 +36,11 @@ jobs:
       mindspeed_llm: "2.3.0"
       taskd: "7.3.0"
       mindio_ttp: "7.3.0"
+      wheels:
+        taskd:
+          file: wheels/taskd-7.3.0-py3-none-linux_aarch64.whl
+          sha256: "abababababababababababababababababababababababababababababababab"
+        mindio_ttp: {file: wheels/mindio_ttp-7.3.0-py3-none-linux_aarch64.whl}
     nodes: 4
     npus_per_node: 8
     recovery:
@@ -102,7 +107,10 @@ CASES: Dict[str, Tuple[List[Tuple[Dict[str, Any], str]], Dict[str, Any]]] = {
         [
             ({J + "compile.mode": "binaries", J + "env": {"ASCEND_CACHE_PATH": "/x"}}, J + "env.ASCEND_CACHE_PATH"),
             ({J + "compile.mode": "binaries", J + "compile.max_op_cache_size": -1}, J + "compile.max_op_cache_size"),
-            ({J + "env": {"ASCEND_CACHE_PATH": "/elsewhere"}}, J + "compile.cache_path"),
+            (
+                {J + "compile.mode": "binaries", J + "env": {"ASCEND_MAX_OP_CACHE_SIZE": "-1"}},
+                J + "env.ASCEND_MAX_OP_CACHE_SIZE",
+            ),
         ],
         {J + "compile.mode": "binaries"},
     ),
@@ -150,7 +158,6 @@ CASES: Dict[str, Tuple[List[Tuple[Dict[str, Any], str]], Dict[str, Any]]] = {
     ),
     "host-network": (
         [
-            ({"cluster.host_network": True, J + "env": {"HCCL_IF_IP": "10.0.0.1"}}, J + "env.HCCL_IF_IP"),
             ({"cluster.host_network": True, "cluster.reserve_taskd_ports": False}, "cluster.reserve_taskd_ports"),
         ],
         {"cluster.host_network": True},
@@ -161,10 +168,10 @@ CASES: Dict[str, Tuple[List[Tuple[Dict[str, Any], str]], Dict[str, Any]]] = {
     ),
     "process-level-wheels": (
         [
-            ({J + "image.mindio_ttp": DELETE}, J + "image.mindio_ttp"),
-            ({J + "image.taskd": DELETE}, J + "image.taskd"),
+            ({J + "image.mindio_ttp": DELETE, J + "image.wheels": {}}, J + "image.mindio_ttp"),
+            ({J + "image.taskd": DELETE, J + "image.wheels": {}}, J + "image.taskd"),
         ],
-        {},
+        {J + "image.taskd": DELETE, J + "image.mindio_ttp": DELETE},  # the wheel files name their versions
     ),
     "process-level-grace": ([({J + "recovery.fault_scheduling": "force"}, J + "recovery.fault_scheduling")], {}),
     "process-level-ascendjob": ([({J + "kind": "vcjob"}, J + "kind")], {J + "kind": "ascendjob"}),
@@ -180,9 +187,9 @@ CASES: Dict[str, Tuple[List[Tuple[Dict[str, Any], str]], Dict[str, Any]]] = {
     "taskd-process-enable": (
         [
             ({J + "recovery.taskd_process_enable": "off"}, J + "recovery.taskd_process_enable"),
-            ({J + "env": {"TASKD_PROCESS_ENABLE": "on"}}, J + "env.TASKD_PROCESS_ENABLE"),
+            ({J + "env": {"TASKD_PROCESS_ENABLE": "off"}}, J + "env.TASKD_PROCESS_ENABLE"),
         ],
-        {J + "recovery.taskd_process_enable": "on"},
+        {J + "recovery.taskd_process_enable": "on", J + "env": {"TASKD_PROCESS_ENABLE": "on"}},
     ),
     "recover-in-place-release": (
         [({"cluster.mindcluster": "7.0.RC1"}, J + "recovery.strategies")],
@@ -256,7 +263,7 @@ CASES: Dict[str, Tuple[List[Tuple[Dict[str, Any], str]], Dict[str, Any]]] = {
     ),
     "runpy-patch-package": (
         [
-            ({J + "image.taskd": DELETE}, J + "image.taskd"),
+            ({J + "image.taskd": DELETE, J + "image.wheels": {}}, J + "image.taskd"),
             ({J + "image.mindx_elastic": "7.3.0"}, J + "image.mindx_elastic"),
             (
                 {
@@ -270,7 +277,7 @@ CASES: Dict[str, Tuple[List[Tuple[Dict[str, Any], str]], Dict[str, Any]]] = {
         ],
         {},
     ),
-    "pod-level-force-host-network": (
+    "force-host-network": (
         [
             (
                 {
@@ -279,7 +286,16 @@ CASES: Dict[str, Tuple[List[Tuple[Dict[str, Any], str]], Dict[str, Any]]] = {
                     "cluster.host_network": True,
                 },
                 "cluster.host_network",
-            )
+            ),
+            (
+                {
+                    J + "recovery.strategies": [],
+                    J + "checkpoint.dump": False,
+                    J + "recovery.fault_scheduling": "force",
+                    "cluster.host_network": True,
+                },
+                J + "recovery.fault_scheduling",
+            ),
         ],
         {J + "recovery.pod_rescheduling": True, "cluster.host_network": True},
     ),
@@ -292,7 +308,12 @@ CASES: Dict[str, Tuple[List[Tuple[Dict[str, Any], str]], Dict[str, Any]]] = {
         [
             ({J + "launcher": "torch_npu_run", J + "image.framework_pt_adapter": "6.0.RC3"}, J + "launcher"),
             (
-                {J + "launcher": "torch_npu_run", J + "image.framework_pt_adapter": DELETE},
+                {
+                    J + "launcher": "torch_npu_run",
+                    J + "image.framework_pt_adapter": DELETE,
+                    J + "image.torch_npu": "2.13.0",
+                    J + "image.torch": "2.13.0",
+                },
                 J + "image.framework_pt_adapter",
             ),
         ],
@@ -316,12 +337,244 @@ CASES: Dict[str, Tuple[List[Tuple[Dict[str, Any], str]], Dict[str, Any]]] = {
         ],
         {J + "checkpoint.mindio_acp": True, J + "image.mindio_acp": "7.3.0", J + "image.mindspeed_llm": DELETE},
     ),
+    "watchdog-unknown": (
+        [
+            (
+                {
+                    J + "recovery.strategies": [],
+                    J + "checkpoint.dump": False,
+                    J + "image.framework_pt_adapter": DELETE,
+                    J + "image.torch_npu": "2.13.0",
+                    J + "image.torch": "2.13.0",
+                },
+                J + "image.framework_pt_adapter",
+            ),
+            (
+                {
+                    J + "recovery.strategies": [],
+                    J + "checkpoint.dump": False,
+                    J + "image.framework_pt_adapter": DELETE,
+                    J + "image.torch_npu": DELETE,
+                },
+                J + "image.torch_npu",
+            ),
+        ],
+        {
+            J + "recovery.strategies": [],
+            J + "checkpoint.dump": False,
+            J + "image.framework_pt_adapter": "26.1.0",
+            J + "image.torch_npu": "2.13.0",
+            J + "image.torch": "2.13.0",
+        },
+    ),
+    "env-contradicts-profile": (
+        [
+            (
+                {
+                    J + "recovery.strategies": [],
+                    J + "checkpoint.dump": False,
+                    J + "recovery.watchdog": "on",
+                    J + "env": {"HCCL_ASYNC_ERROR_HANDLING": "0"},
+                },
+                J + "recovery.watchdog",
+            ),
+            ({J + "env": {"ASCEND_CACHE_PATH": "/elsewhere"}}, J + "compile.cache_path"),
+            ({J + "compile.mode": "default", J + "env": {"ASCEND_CACHE_PATH": "/job/op_cache"}}, J + "compile.mode"),
+            (
+                {J + "hccl.connect_timeout": 600, J + "env": {"HCCL_CONNECT_TIMEOUT": "1800"}},
+                J + "hccl.connect_timeout",
+            ),
+            ({J + "env": {"POD_IP": "10.0.0.1"}}, J + "env.POD_IP"),
+            ({"cluster.host_network": True, J + "env": {"HCCL_IF_IP": "10.0.0.1"}}, J + "env.HCCL_IF_IP"),
+            ({J + "env": {"RESUME_MODE_ENABLE": "0"}}, J + "recovery.fault_scheduling"),
+            (
+                {J + "recovery.strategies": [], J + "checkpoint.dump": False, J + "env": {"PROCESS_RECOVER": "on"}},
+                J + "recovery.strategies",
+            ),
+            ({J + "env": {"TASKD_PROCESS_ENABLE": "maybe"}}, J + "env.TASKD_PROCESS_ENABLE"),
+            ({J + "env": {"TTP_PORT": "8001"}}, J + "recovery.ttp_port"),
+            ({J + "env": {"RANK_TABLE_FILE": "/x/hccl.json"}}, J + "ranktable"),
+        ],
+        {
+            J + "env": {
+                "HCCL_ASYNC_ERROR_HANDLING": "0",
+                "ASCEND_CACHE_PATH": "/job/op_cache/",
+                "ASCEND_MAX_OP_CACHE_SIZE": "-1",
+                "RESUME_MODE_ENABLE": "1",
+                "TASKD_PROCESS_ENABLE": "on",
+                "TTP_PORT": "8000",
+                "HCCL_CONNECT_TIMEOUT": "1800",
+                "FOO": "bar",
+            }
+        },
+    ),
+    "msrun-options": (
+        [
+            (
+                {
+                    J + "image.framework": "mindspore",
+                    J + "image.mindspore": "2.7.0",
+                    J + "launcher": "msrun",
+                    J + "recovery.max_restarts": 5,
+                },
+                J + "recovery.max_restarts",
+            ),
+            (
+                {J + "image.framework": "mindspore", J + "image.mindspore": "2.7.0", J + "launcher": "msrun"},
+                J + "recovery.monitor_interval",
+            ),
+        ],
+        {
+            J + "image.framework": "mindspore",
+            J + "image.mindspore": "2.7.0",
+            J + "launcher": "msrun",
+            J + "recovery.monitor_interval": DELETE,
+        },
+    ),
+    "msrun-compile-mode": (
+        [
+            (
+                {J + "image.framework": "mindspore", J + "image.mindspore": "2.4.0", J + "launcher": "msrun"},
+                J + "compile.mode",
+            ),
+            ({J + "image.framework": "mindspore", J + "launcher": "msrun"}, J + "image.mindspore"),
+        ],
+        {J + "image.framework": "mindspore", J + "image.mindspore": "2.5.0", J + "launcher": "msrun"},
+    ),
+    "torch-npu-version": (
+        [
+            ({J + "image.framework_pt_adapter": "6.0.0"}, J + "image.framework_pt_adapter"),
+            ({J + "image.torch": "2.6.0"}, J + "image.torch"),
+            (
+                {J + "image.torch_npu": "2.7.1.post3", J + "image.framework_pt_adapter": "7.2.0"},
+                J + "image.framework_pt_adapter",
+            ),
+            (
+                {J + "image.torch_npu": "7.3.0", J + "image.framework_pt_adapter": "7.2.0"},
+                J + "image.torch_npu",
+            ),
+        ],
+        {J + "image.framework_pt_adapter": DELETE, J + "image.torch_npu": "2.7.1.post3"},
+    ),
+    "wheel-declaration": (
+        [
+            (
+                {
+                    J + "image.wheels.taskd": {
+                        "url": "http://example.com/taskd-7.3.0-py3-none-linux_aarch64.whl",
+                        "sha256": "ab" * 32,
+                    }
+                },
+                J + "image.wheels.taskd.url",
+            ),
+            (
+                {J + "image.wheels.taskd": {"file": "wheels/taskd-7.3.0-py3-none-linux_aarch64.whl", "sha256": "abc"}},
+                J + "image.wheels.taskd.sha256",
+            ),
+            (
+                {J + "image.wheels.taskd": {"file": "wheels/taskd-7.2.0-py3-none-linux_aarch64.whl"}},
+                J + "image.wheels.taskd.file",
+            ),
+            (
+                {J + "image.wheels.taskd": {"file": "wheels/mindio_ttp-7.3.0-py3-none-linux_aarch64.whl"}},
+                J + "image.wheels.taskd.file",
+            ),
+            ({J + "image.wheels.taskd": {"file": "wheels/taskd.tar.gz"}}, J + "image.wheels.taskd.file"),
+            ({J + "image.wheels.taskd": {"sha256": "ab" * 32}}, J + "image.wheels.taskd"),
+            (
+                {J + "image.wheels.taskd": {"url": "https://example.com/taskd-7.3.0-py3-none-linux_aarch64.whl"}},
+                J + "image.wheels.taskd.sha256",
+            ),
+        ],
+        {
+            J + "image.wheels.taskd": {
+                "url": "https://example.com/dl/Taskd-7.3.0-py3-none-linux_aarch64.whl",
+                "sha256": ("ab" * 32).upper(),
+            }
+        },
+    ),
+    "wheel-file": ([({J + "image.wheels": {}}, J + "image.wheels.taskd")], {}),
+    "mindio-ttp-agent": (
+        [
+            (
+                {
+                    J + "recovery.strategies": [],
+                    J + "checkpoint.dump": False,
+                    J + "recovery.pod_rescheduling": True,
+                    J + "image.mindio_ttp": DELETE,
+                    J + "image.wheels": {},
+                },
+                J + "image.mindio_ttp",
+            )
+        ],
+        {J + "recovery.strategies": [], J + "checkpoint.dump": False, J + "recovery.pod_rescheduling": True},
+    ),
+    "ranktable-nfs": (
+        [({"storage.nfs": DELETE, "storage.storage_class": "cephfs", J + "ranktable": True}, J + "ranktable")],
+        {J + "ranktable": True},
+    ),
+    "acknowledge": (
+        [
+            ({"acknowledge": ["wheel-fil"]}, "acknowledge[0]"),
+            ({"acknowledge": ["wheel-file", "compile-exclusive"]}, "acknowledge[1]"),
+        ],
+        {"acknowledge": ["wheel-file", "storage-choice"]},
+    ),
     "grace-period-below-volcano": (
         [
             ({J + "recovery.termination_grace_period": 900}, J + "recovery.termination_grace_period"),
-            ({"scheduler.grace_over_time": 300}, "scheduler.grace_over_time"),
+            (
+                {"scheduler.grace_over_time": 300, J + "recovery.termination_grace_period": 600},
+                "scheduler.grace_over_time",
+            ),
         ],
         {J + "recovery.termination_grace_period": 899},
+    ),
+    "job-volumes": (
+        [
+            ({J + "volumes": [{"name": "code", "mount_path": "/job/code"}]}, J + "volumes[0]"),
+            (
+                {J + "volumes": [{"name": "code", "mount_path": "/job", "host_path": "/data/code"}]},
+                J + "volumes[0].mount_path",
+            ),
+            (
+                {J + "volumes": [{"name": "code", "mount_path": "/job/code/../x", "claim": "code"}]},
+                J + "volumes[0].mount_path",
+            ),
+            (
+                {J + "volumes": [{"name": "code", "mount_path": "/job/code", "host_path": "data/code"}]},
+                J + "volumes[0].host_path",
+            ),
+        ],
+        {
+            J + "volumes": [
+                {"name": "code", "mount_path": "/job/code", "host_path": "/data/code", "read_only": True},
+                {"name": "data", "mount_path": "/job/data", "claim": "datasets"},
+            ]
+        },
+    ),
+    "topology-release": (
+        [
+            (
+                {"cluster.mindcluster": "5.0.1", J + "tor_affinity": "normal-schema"},
+                J + "tor_affinity",
+            ),
+            ({"cluster.mindcluster": "5.0.1", J + "sp_block": 16}, J + "sp_block"),
+        ],
+        {J + "tor_affinity": "large-model-schema", J + "sp_block": 16},
+    ),
+    "vcjob-restart-policy": (
+        [
+            (
+                {J + "kind": "vcjob", J + "recovery.restart_policy": "ExitCode", J + "recovery.strategies": []},
+                J + "recovery.restart_policy",
+            )
+        ],
+        {J + "recovery.restart_policy": "ExitCode", J + "recovery.fault_retry_times": None},
+    ),
+    "sp-block-size": (
+        [({J + "sp_block": 12}, J + "sp_block"), ({J + "sp_block": 64}, J + "sp_block")],
+        {J + "sp_block": 32},
     ),
     "value-range": (
         [
@@ -333,6 +586,7 @@ CASES: Dict[str, Tuple[List[Tuple[Dict[str, Any], str]], Dict[str, Any]]] = {
             ({J + "hccl.connect_timeout": 60}, J + "hccl.connect_timeout"),
             ({J + "hccl.connect_timeout": 7201}, J + "hccl.connect_timeout"),
             ({J + "hccl.exec_timeout": -1}, J + "hccl.exec_timeout"),
+            ({J + "env": {"HCCL_CONNECT_TIMEOUT": "60"}}, J + "env.HCCL_CONNECT_TIMEOUT"),
             ({"scheduler.grace_over_time": 1}, "scheduler.grace_over_time"),
             ({"scheduler.list_watch_period": 2}, "scheduler.list_watch_period"),
             ({"scheduler.report_interval": 301}, "scheduler.report_interval"),

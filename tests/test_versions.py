@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from typing import List, Tuple
+from typing import Dict, List, Tuple
 
 import pytest
 
+from resumable import releases as R
 from resumable.versions import Version, VersionError, is_version, parse
 
 # --- parsing: every style parses and keeps its text -------------------------------------------------------
@@ -314,3 +315,54 @@ else:
     def test_any_text_parses_or_raises_version_error(text: str) -> None:
         with contextlib.suppress(VersionError):
             Version(text)
+
+
+# --- the torch_npu version table (resumable.releases, source PTA) -------------------------------------
+
+
+@pytest.mark.parametrize(
+    "package,release",
+    [
+        ("2.1.0.post8", "6.0.RC3"),  # branch v2.1.0-6.0.rc3
+        ("2.1.0.post10", "6.0.0"),
+        ("2.1.0.post4", "6.0.RC1"),
+        ("2.7.1.post2", "7.3.0"),  # branch v2.7.1-7.3.0
+        ("2.7.1", "7.2.0"),
+        ("2.6.0.post5", "7.3.0"),
+        ("2.7.1.post4", "26.0.0"),
+        ("2.1.0.rc1", "5.0.RC3"),
+        ("1.11.0.post14", "6.0.RC2"),
+    ],
+)
+def test_published_packages_name_their_release(package: str, release: str) -> None:
+    found = R.torch_npu_release(Version(package))
+    assert found is not None and found.exact
+    assert found.release == Version(release)
+    assert found.torch.release[:3] == Version(package).release[:3]
+
+
+def test_unlisted_packages_get_a_lower_bound_or_nothing() -> None:
+    later = R.torch_npu_release(Version("2.7.1.post3"))
+    assert later is not None and not later.exact and later.release == Version("7.3.0")
+    between = R.torch_npu_release(Version("2.1.0.post9"))
+    assert between is not None and not between.exact and between.release == Version("6.0.RC3")
+    assert R.torch_npu_release(Version("2.13.0")) is None  # no package for torch 2.13 is listed
+    assert R.torch_npu_release(Version("2.0.0")) is None
+
+
+def test_within_one_torch_version_later_packages_are_later_releases() -> None:
+    """The property the lower bound rests on, checked over the whole table."""
+    by_torch: Dict[Tuple[int, ...], List[R.TorchNpuBuild]] = {}
+    for b in R.TORCH_NPU_BUILDS:
+        by_torch.setdefault(Version(b.package).release[:3], []).append(b)
+    for builds in by_torch.values():
+        ordered = sorted(builds, key=lambda b: Version(b.package))
+        releases = [Version(b.release) for b in ordered]
+        assert releases == sorted(releases), [b.package for b in ordered]
+    packages = [b.package for b in R.TORCH_NPU_BUILDS]
+    assert len(packages) == len(set(packages))
+
+
+def test_adapter_style_is_told_from_pip_style() -> None:
+    assert R.is_adapter_style(Version("6.0.RC3")) and R.is_adapter_style(Version("26.0.0"))
+    assert not R.is_adapter_style(Version("2.1.0.post8"))

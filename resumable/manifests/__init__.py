@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from .crds import CrdSourceError
+from .deployment import Deployment, build_deployment, default_image
 from .scheduler import Stage, build_stack, build_stages
 from .settings import COMPONENTS
 from .support import UnsupportedStack, check_supported
@@ -14,9 +15,12 @@ from .support import UnsupportedStack, check_supported
 __all__ = [
     "COMPONENTS",
     "CrdSourceError",
+    "Deployment",
     "Stage",
     "UnsupportedStack",
+    "build_deployment",
     "build_stack",
     "build_stages",
     "check_supported",
+    "default_image",
 ]

@@ -98,7 +98,7 @@ def _col(name: str, path: str, type_: str, priority: Optional[int] = None) -> Ob
     return col
 
 
-# --- AscendJob (mindxdl.gitee.com/v1; shared/research/mindcluster.md section 4.1) -----------------
+# --- AscendJob (mindxdl.gitee.com/v1; MC:@v7.3.0 component/ascend-operator/build/ascend-operator.yaml) ---
 
 
 def ascendjob_schema() -> Obj:

@@ -1,7 +1,7 @@
 """What changes between the MindCluster releases whose stack this project deploys.
 
-Every flag is read off the release manifests (``component/*/build/*.yaml`` at the tag; see
-``shared/research/mindcluster.md`` section 1 and 2.2) and named after what it changes, so the
+Every flag is read off the release manifests (``MC:@<tag> component/*/build/*.yaml``; sources in
+docs/sources.md) and named after what it changes, so the
 component builders read as "if the release has healthz ports ..." rather than version compares.
 """
 

@@ -1,7 +1,7 @@
 """Volcano as MindCluster ships it: vc-scheduler with the Ascend plugin, vc-controller-manager.
 
 Facts from ``MC:@<tag> component/ascend-for-volcano/build/volcano-v{1.7.0,1.9.0,1.12.0}.yaml`` and
-INST05 (``shared/research/mindcluster.md`` section 2.2 "Volcano"). No admission webhook is deployed,
+INST05 (docs/sources.md). No admission webhook is deployed,
 as in the release manifests.
 """
 

@@ -17,7 +17,7 @@ from ..facts import JobFacts
 from ..profile import Job
 from .model import BudgetLine, BudgetPlan, BudgetTerm
 
-#: The collective timeout a fault waits for without the watchdog (seed 恢复时间优化: 通常默认为30分钟).
+#: The collective timeout a fault waits for without the watchdog (RTO 故障检测时间优化: 通常默认为30分钟).
 COLLECTIVE_TIMEOUT = 1800.0
 #: With watchdog and unconditional retry the job exits within 6 minutes (RT01).
 WATCHDOG_EXIT = 360.0
@@ -56,11 +56,18 @@ def _detect(f: JobFacts, level: str) -> BudgetTerm:
         )
     if f.watchdog_on:
         return BudgetTerm("detect", WATCHDOG_EXIT, "the watchdog ends the processes", "RT01 (job exits within 6 min)")
+    if f.watchdog_on is None:
+        return BudgetTerm(
+            "detect",
+            COLLECTIVE_TIMEOUT,
+            "whether the image has the watchdog is unknown (rule watchdog-unknown): the collective timeout is assumed",
+            "RTO 故障检测时间优化 (30 min default)",
+        )
     return BudgetTerm(
         "detect",
         COLLECTIVE_TIMEOUT,
         "a parameter-plane fault waits for the collective timeout",
-        "seed 恢复时间优化 故障检测时间优化 (30 min default)",
+        "RTO 故障检测时间优化 (30 min default)",
     )
 
 
@@ -98,7 +105,7 @@ def _reschedule(f: JobFacts, level: str) -> BudgetTerm:
             "T1 reschedule",
             HANDLE + _schedule(1) + start,
             "one pod is replaced: handling + scheduling + budget.pod_start_seconds",
-            "RT00 (handle < 30 s); INST05 (scheduling); profile budget.pod_start_seconds",
+            "RT00 (handle < 30 s); INST05 (scheduling); PROFILE budget.pod_start_seconds",
         )
     if level == "elastic-training":
         return BudgetTerm(
@@ -111,7 +118,7 @@ def _reschedule(f: JobFacts, level: str) -> BudgetTerm:
         "T1 reschedule",
         HANDLE + _schedule(job.nodes) + start,
         "all %d pods are deleted, scheduled again (about 5 min per 4500 pods) and started" % job.nodes,
-        "RT00; INST05 (4-5k pods in about 5 min); profile budget.pod_start_seconds",
+        "RT00; INST05 (4-5k pods in about 5 min); PROFILE budget.pod_start_seconds",
     )
 
 
@@ -127,7 +134,10 @@ def _comm_init(f: JobFacts, level: str) -> BudgetTerm:
         if level in ("recover-in-place", "recover", "elastic-training")
         else ("every rank initialises HCCL again")
     )
-    return BudgetTerm("T2 comm init", value, "%s; %s" % (what, how), "RT05 Tables 2-4 (what shortens it)")
+    source = "RT05 Tables 2-4 (what shortens it)" + (
+        "; PROFILE budget.comm_init_seconds" if measured is not None else "; PROJECT (estimate)"
+    )
+    return BudgetTerm("T2 comm init", value, "%s; %s" % (what, how), source)
 
 
 def _ckpt_load(f: JobFacts, level: str) -> BudgetTerm:
@@ -151,16 +161,18 @@ def _compile(f: JobFacts, level: str, mode: str) -> BudgetTerm:
     if level == "retry":
         return BudgetTerm("T4 compile", 0.0, "processes keep their compiled operators", "RT01 online recovery")
     if mode == "binaries":
-        return BudgetTerm("T4 compile", 0.0, "pre-built operator binaries need no compilation", "seed 恢复时间优化 表9")
+        return BudgetTerm("T4 compile", 0.0, "pre-built operator binaries need no compilation", "RTO 表9")
     if mode == "cache":
         return BudgetTerm(
             "T4 compile",
             cold * CACHE_SHARE,
             "the shared compile cache is warm; %d%% of budget.compile_seconds (assumption, no published "
             "figure)" % int(CACHE_SHARE * 100),
-            "seed 恢复时间优化 表10",
+            "RTO 表10; PROJECT (the share left with a warm cache)",
         )
-    return BudgetTerm("T4 compile", cold, "cold compilation (budget.compile_seconds)", "RT00; profile")
+    return BudgetTerm(
+        "T4 compile", cold, "cold compilation (budget.compile_seconds)", "RT00; PROFILE budget.compile_seconds"
+    )
 
 
 def _line(f: JobFacts, level: str, mode: str) -> BudgetLine:

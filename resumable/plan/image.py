@@ -8,7 +8,7 @@ from typing import List, Optional, Tuple
 from .. import constants as C
 from .. import releases as R
 from ..choices import WheelName
-from ..facts import JobFacts
+from ..facts import WHEELS, JobFacts, needed_wheels
 from ..versions import Version
 from .model import ImagePlan, Note, WheelPlan
 
@@ -24,27 +24,27 @@ def _resolve(path: Optional[str], profile_dir: Optional[str]) -> Optional[str]:
 
 
 def build_image(f: JobFacts, profile_dir: Optional[str]) -> ImagePlan:
+    """The vendor wheels the image installs: those the recovery settings need (with the reason)
+    and every other wheel the profile declares; a declared wheel never disappears from the
+    recipe. Each comes from its declared file or URL (image.wheels), never from an index by name."""
     job = f.job
     img = job.image
-    wanted: List[Tuple[WheelName, str, str]] = []
-    if img.taskd is not None and f.uses_taskd:
-        wanted.append(("taskd", img.taskd, "TaskD agent (seed 配置进程级别重调度 构建镜像)"))
-    if img.mindx_elastic is not None and f.uses_mindx_elastic:
-        wanted.append(("mindx_elastic", img.mindx_elastic, "Elastic Agent up to 7.2 (seed 恢复时间优化 表2)"))
-    if img.mindio_ttp is not None and (f.process_level or f.hot_switch or f.uses_mindx_elastic):
-        wanted.append(("mindio_ttp", img.mindio_ttp, "MindIO TTP (seed 构建镜像)"))
-    if img.mindio_acp is not None and job.checkpoint.mindio_acp:
-        wanted.append(("mindio_acp", img.mindio_acp, "MindIO ACP asynchronous checkpoints (RT05)"))
+    wanted: List[Tuple[WheelName, str]] = list(needed_wheels(f))
+    named = {name for name, _ in wanted}
+    for name in WHEELS:
+        declared = getattr(img, name) is not None or name in img.wheels
+        if declared and name not in named:
+            wanted.append((name, "declared in the profile (this job's recovery settings do not need it)"))
     wheels: List[WheelPlan] = []
-    for name, version, reason in wanted:
+    for name, reason in wanted:
         spec = img.wheels.get(name)
         wheels.append(
             WheelPlan(
                 name=name,
-                version=version,
+                version=f.wheel_versions.get(name),
                 file=_resolve(spec.file, profile_dir) if spec is not None else None,
                 url=spec.url if spec is not None else None,
-                sha256=spec.sha256 if spec is not None else None,
+                sha256=spec.sha256.lower() if spec is not None and spec.sha256 else None,
                 reason=reason,
             )
         )
@@ -53,10 +53,10 @@ def build_image(f: JobFacts, profile_dir: Optional[str]) -> ImagePlan:
     anchor: Optional[str] = None
     if f.is_pytorch and f.uses_mindx_elastic:
         patch, anchor = C.RUNPY_IMPORT_MINDX_ELASTIC, C.RUNPY_ANCHOR_MINDX_ELASTIC
-        notes.append(Note("run.py is patched by the Elastic Agent up to 7.2", "seed 恢复时间优化 表2 Dockerfile"))
+        notes.append(Note("run.py is patched by the Elastic Agent up to 7.2", "RTO 表2 Dockerfile"))
     elif f.is_pytorch and f.uses_taskd and f.at_least(R.TASKD_RUNPY_PATCH):
         patch, anchor = C.RUNPY_IMPORT_TASKD, C.RUNPY_ANCHOR_TASKD
-        notes.append(Note("run.py is patched by TaskD from 7.3.0", "seed 配置进程级别重调度 构建镜像"))
+        notes.append(Note("run.py is patched by TaskD from 7.3.0", "PLR 构建镜像"))
     torch = f.torch
     if (
         f.is_pytorch
@@ -68,7 +68,7 @@ def build_image(f: JobFacts, profile_dir: Optional[str]) -> ImagePlan:
             Note(
                 "torch %s on 7.2: wrap the c10d rendezvous store in PrefixStore('/worker/attempt_<restart>') "
                 "(patch torch/distributed/elastic/rendezvous as the 7.2 guide shows); 7.3 TaskD does it itself" % torch,
-                "HA72-075; taskd torch_patch.py",
+                "HA72-075; MC:@v7.3.0 component/taskd/taskd/python/adaptor/patch/torch_patch.py",
             )
         )
     return ImagePlan(

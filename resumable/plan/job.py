@@ -6,20 +6,38 @@ from typing import Dict, List, Optional
 
 from .. import constants as C
 from .. import releases as R
-from ..facts import JobFacts
+from ..facts import JobFacts, uses_compile_cache
 from .budget import budget, ladder
 from .env import container_env
 from .image import build_image
 from .launcher import build_launcher
-from .model import EnvVar, JobPlan, Note, Port, ReplicaPlan, SharedVolumePlan, Volume
+from .model import (
+    ConfigMapPlan,
+    EnvVar,
+    JobPlan,
+    Note,
+    Port,
+    ReplicaPlan,
+    SharedVolumePlan,
+    VolcanoPolicy,
+    Volume,
+)
+from .nodes import npu_resource
 
+#: The Volcano Job sample of the MindCluster samples repository.
+VCJOB_SAMPLE = (
+    "MCD:samples/train/resumable-training/fault-rescheduling/withRanktable/pytorch/gpt-3/yamls/910B/"
+    "pytorch_vcjob_910b.yaml"
+)
 #: Size of /dev/shm the samples give training pods (RT06 step 5).
 SHM_SIZE = "16Gi"
 
 
 def job_labels(f: JobFacts) -> Dict[str, str]:
     r = f.job.recovery
-    labels: Dict[str, str] = {C.LABEL_FRAMEWORK: f.framework, C.LABEL_RING_CONTROLLER: f.cluster.chip}
+    labels: Dict[str, str] = {C.LABEL_RING_CONTROLLER: f.cluster.chip}
+    if f.job.kind == "ascendjob":  # the operator selects its env injection by it; Volcano has none
+        labels = {C.LABEL_FRAMEWORK: f.framework, **labels}
     if r.fault_scheduling != "off":
         labels[C.LABEL_FAULT_SCHEDULING] = r.fault_scheduling
     if r.fault_retry_times is not None:
@@ -30,6 +48,8 @@ def job_labels(f: JobFacts) -> Dict[str, str]:
         labels[C.LABEL_PROCESS_RECOVER_ENABLE] = "on"
     if r.sub_health != "ignore":
         labels[C.LABEL_SUB_HEALTHY_STRATEGY] = r.sub_health
+    if f.job.tor_affinity is not None and f.at_least(R.TOR_AFFINITY):
+        labels[C.LABEL_TOR_AFFINITY] = f.job.tor_affinity
     return labels
 
 
@@ -45,12 +65,17 @@ def job_annotations(f: JobFacts) -> Dict[str, str]:
         out[C.ANNOTATION_WAIT_RESCHEDULE_TIMEOUT] = "270"
     if job.schedule_policy:
         out[C.ANNOTATION_SCHEDULE_POLICY] = job.schedule_policy
+    if job.sp_block is not None and f.at_least(R.SP_BLOCK):
+        out[C.ANNOTATION_SP_BLOCK] = str(job.sp_block)
     return out
 
 
 def ports(f: JobFacts) -> List[Port]:
     job = f.job
-    out = [Port(C.ASCENDJOB_PORT_NAME, C.ASCENDJOB_PORT_DEFAULT, reason="MASTER_PORT / MS_SCHED_PORT (YAMLCFG)")]
+    out: List[Port] = []
+    if job.kind == "ascendjob":
+        why = "MASTER_PORT / MS_SCHED_PORT (YAMLCFG)"
+        out.append(Port(C.ASCENDJOB_PORT_NAME, C.ASCENDJOB_PORT_DEFAULT, reason=why))
     if f.uses_taskd:
         out.append(Port(C.TASKD_PORT_NAME, C.TASKD_MANAGER_PORT, reason="TaskD Manager, on every pod (RT04)"))
     if ("dump" in f.strategies or f.process_level) and job.recovery.ttp_port is not None:
@@ -58,9 +83,54 @@ def ports(f: JobFacts) -> List[Port]:
     return out
 
 
+def device_env(f: JobFacts) -> List[EnvVar]:
+    """ASCEND_VISIBLE_DEVICES from the annotation the device plugin writes on the pod, where no
+    operator injects it: every Volcano Job, and AscendJobs before the operator did it itself."""
+    if f.job.kind == "ascendjob" and f.at_least(R.OPERATOR_SETS_VISIBLE_DEVICES):
+        return []
+    why = "Volcano Job: no operator injects it" if f.job.kind == "vcjob" else "operator before 7.0.RC1"
+    return [
+        EnvVar(
+            C.ENV_ASCEND_VISIBLE_DEVICES,
+            field_path="metadata.annotations['%s']" % npu_resource(f.cluster.chip),
+            reason="%s (YAMLCFG; %s)" % (why, R.OPERATOR_SETS_VISIBLE_DEVICES.source),
+        )
+    ]
+
+
+def job_env(f: JobFacts) -> List[EnvVar]:
+    """The container env: the strategy's (plan.env), the device list where nobody injects it, the
+    RankTable file of a Volcano Job, and where ``resumable launch`` finds the profile."""
+    env = container_env(f)
+    names = {e.name for e in env}
+    extra = device_env(f)
+    if f.job.kind == "vcjob" and C.ENV_RANK_TABLE_FILE not in names:
+        extra.append(
+            EnvVar(C.ENV_RANK_TABLE_FILE, C.RANKTABLE_MOUNT + "/" + C.RANKTABLE_FILE, reason="rings-config (RT06)")
+        )
+    extra.append(
+        EnvVar(
+            C.ENV_RESUMABLE_PROFILE,
+            "%s/%s" % (C.PROFILE_MOUNT_DIR, C.PROFILE_FILE_NAME),
+            reason="resumable launch reads the profile here",
+        )
+    )
+    extra.append(EnvVar(C.ENV_RESUMABLE_JOB, f.job.name, reason="resumable launch plans this job"))
+    return env + [e for e in extra if e.name not in names]
+
+
+def node_selector(f: JobFacts) -> Dict[str, str]:
+    """Compute nodes of the profile's architecture and server type (YAMLCFG nodeSelector)."""
+    return {
+        C.NODE_LABEL_HOST_ARCH: C.HOST_ARCH_VALUES[f.cluster.arch],
+        C.NODE_LABEL_ACCELERATOR_TYPE: f.cluster.accelerator_type,
+    }
+
+
 def replicas(f: JobFacts, env: List[EnvVar], job_ports: List[Port]) -> List[ReplicaPlan]:
     job = f.job
     r = job.recovery
+    selector = node_selector(f)
 
     def replica(kind: str, count: int, npus: int, manager: bool) -> ReplicaPlan:
         return ReplicaPlan(
@@ -68,16 +138,20 @@ def replicas(f: JobFacts, env: List[EnvVar], job_ports: List[Port]) -> List[Repl
             replicas=count,
             npus=npus,
             restart_policy=r.restart_policy,
-            host_network=f.cluster.host_network,
+            host_network=f.host_network,
             termination_grace_period_seconds=r.termination_grace_period,
             ports=list(job_ports),
             env=list(env),
             runs_taskd_manager=manager,
             labels={C.LABEL_RING_CONTROLLER: f.cluster.chip},
             annotations={},
+            resources={npu_resource(f.cluster.chip): str(npus)} if npus else {},
+            node_selector=dict(selector),
         )
 
     where = f.taskd_manager_where
+    if job.kind == "vcjob":
+        return [replica(C.VCJOB_TASK, job.nodes, job.npus_per_node, where == "rank0")]
     if f.is_pytorch:
         out = [replica("Master", 1, job.npus_per_node, where == "rank0")]
         if job.nodes > 1:
@@ -89,17 +163,70 @@ def replicas(f: JobFacts, env: List[EnvVar], job_ports: List[Port]) -> List[Repl
     ]
 
 
+def needs_reset_config(f: JobFacts) -> bool:
+    """reset-config-<job>: graceful fault tolerance, process-level recovery, hot switching and the
+    in-container agents (Elastic Agent, TaskD) read reset.json from it (RT01 "ConfigMap
+    Description"; elastic agent constants RESET_CONFIG_PATH)."""
+    return f.graceful or f.process_level or f.hot_switch or f.uses_mindx_elastic or f.uses_taskd
+
+
+def profile_config_map(job_name: str) -> str:
+    return "resumable-profile-%s" % job_name
+
+
+def config_maps(f: JobFacts) -> List[ConfigMapPlan]:
+    job = f.job
+    out = [
+        ConfigMapPlan(
+            profile_config_map(job.name),
+            {},
+            {},
+            holds_profile=True,
+            reason="resumable launch plans the job from it (%s)" % C.ENV_RESUMABLE_PROFILE,
+        )
+    ]
+    if needs_reset_config(f):
+        out.append(
+            ConfigMapPlan(
+                C.RESET_CONFIG_PREFIX + job.name,
+                {C.LABEL_RESET: "true"},
+                {"reset.json": '{\n    "status": "initializing"\n}\n'},
+                reason="the device plugin publishes fault and reset state in it (RT01)",
+            )
+        )
+    if job.kind == "vcjob":
+        out.append(
+            ConfigMapPlan(
+                C.RINGS_CONFIG_PREFIX + job.name,
+                {C.LABEL_RING_CONTROLLER: f.cluster.chip},
+                {C.RANKTABLE_FILE: '{\n    "status": "initializing"\n}\n'},
+                reason="the Volcano plugin writes the RankTable of a Volcano Job into it (RT06; YAMLCFG)",
+            )
+        )
+    return out
+
+
 def volumes(f: JobFacts, storage: List[SharedVolumePlan]) -> List[Volume]:
     job = f.job
     vols = [Volume("shm", "/dev/shm", "empty_dir_memory", size_limit=SHM_SIZE, reason="RT06 step 5")]
     by_path = {v.mount_path: v for v in storage}
-    if job.compile.mode == "cache" and job.compile.cache_path in by_path:
+    if uses_compile_cache(f) and job.compile.cache_path in by_path:
         v = by_path[job.compile.cache_path]
-        vols.append(Volume("op-cache", v.mount_path, "pvc", claim_name=v.name, reason="ASCEND_CACHE_PATH (seed 表10)"))
+        vols.append(Volume("op-cache", v.mount_path, "pvc", claim_name=v.name, reason="ASCEND_CACHE_PATH (RTO 表10)"))
     if job.checkpoint.path in by_path:
         v = by_path[job.checkpoint.path]
         vols.append(Volume("checkpoints", v.mount_path, "pvc", claim_name=v.name, reason="checkpoints"))
-    if job.ranktable:
+    if job.kind == "vcjob":
+        vols.append(
+            Volume(
+                C.RANKTABLE_VOLUME,
+                C.RANKTABLE_MOUNT,
+                "config_map",
+                config_map=C.RINGS_CONFIG_PREFIX + job.name,
+                reason="RankTable of a Volcano Job (RT06)",
+            )
+        )
+    elif job.ranktable:
         vols.append(
             Volume(
                 C.RANKTABLE_VOLUME,
@@ -109,12 +236,70 @@ def volumes(f: JobFacts, storage: List[SharedVolumePlan]) -> List[Volume]:
                 reason="the operator detects file mode by the volume name (RT06)",
             )
         )
+    if needs_reset_config(f):
+        vols.append(
+            Volume(
+                C.RESET_CONFIG_VOLUME,
+                C.RESET_CONFIG_MOUNT,
+                "config_map",
+                config_map=C.RESET_CONFIG_PREFIX + job.name,
+                read_only=True,
+                reason="fault and reset state from the device plugin (RT01)",
+            )
+        )
+    vols.append(Volume("ascend-driver", C.DRIVER_PATH, "host_path", path=C.DRIVER_PATH, reason="D:api/ascend_job.md"))
+    vols.append(
+        Volume("localtime", C.LOCALTIME_PATH, "host_path", path=C.LOCALTIME_PATH, read_only=True, reason="samples")
+    )
+    vols.append(
+        Volume(
+            "resumable-profile",
+            C.PROFILE_MOUNT_DIR,
+            "config_map",
+            config_map=profile_config_map(job.name),
+            read_only=True,
+            reason="resumable launch / doctor read the profile here",
+        )
+    )
+    for uv in job.volumes:
+        if uv.claim is not None:
+            vols.append(
+                Volume(uv.name, uv.mount_path, "pvc", claim_name=uv.claim, read_only=uv.read_only, reason="profile")
+            )
+        else:
+            vols.append(
+                Volume(uv.name, uv.mount_path, "host_path", path=uv.host_path, read_only=uv.read_only, reason="profile")
+            )
     return vols
+
+
+def policies(f: JobFacts) -> List[VolcanoPolicy]:
+    """Volcano Job lifecycle policies: an evicted pod restarts the job (the vcjob sample, MCD:);
+    with fault-retry-times a failed pod is left to the MindCluster retry logic (PodFailed -> Ignore,
+    accepted only by MindCluster's patched Volcano) (YAMLCFG; VCAPI)."""
+    if f.job.kind != "vcjob":
+        return []
+    out = [VolcanoPolicy("PodEvicted", "RestartJob", reason="%s" % VCJOB_SAMPLE)]
+    if f.job.recovery.fault_retry_times is not None:
+        out.append(VolcanoPolicy("PodFailed", "Ignore", reason="fault-retry-times (YAMLCFG; VCAPI)"))
+    return out
+
+
+def command(f: JobFacts) -> List[str]:
+    """The container runs ``resumable launch -- SCRIPT ARGS``; the launcher reads the rest from the
+    plan of the mounted profile."""
+    return ["resumable", "launch", "--", f.job.script, *f.job.script_args]
+
+
+def _software(f: JobFacts) -> str:
+    if not f.is_pytorch:
+        return "MindSpore %s" % f.mindspore
+    return "torch %s, FrameworkPTAdapter %s%s" % (f.torch, "" if f.adapter_info.exact else ">= ", f.adapter)
 
 
 def build_job(f: JobFacts, storage: List[SharedVolumePlan], profile_dir: Optional[str]) -> JobPlan:
     job = f.job
-    env = container_env(f)
+    env = job_env(f)
     notes: List[Note] = []
     if f.process_level and f.at_least(R.OPERATOR_INJECTS_RECOVERY_ENV):
         notes.append(
@@ -125,19 +310,29 @@ def build_job(f: JobFacts, storage: List[SharedVolumePlan], profile_dir: Optiona
                 R.OPERATOR_INJECTS_RECOVERY_ENV.source,
             )
         )
-    if job.recovery.watchdog == "auto" and not f.watchdog_on:
-        reason = (
-            "a process-level strategy is used"
-            if (f.process_level or f.hot_switch)
-            else ("the image's software does not support it")
+    if job.recovery.watchdog == "auto" and (f.process_level or f.hot_switch):
+        notes.append(Note("watchdog off because a process-level strategy is used", "RTO 表1; RT04 Table 3"))
+    elif job.recovery.watchdog == "auto" and f.watchdog_supported is False:
+        notes.append(
+            Note(
+                "the image's torch/torch_npu (%s) has no watchdog: a parameter-plane fault waits for the "
+                "collective timeout; %s is left unset" % (_software(f), C.ENV_HCCL_ASYNC_ERROR_HANDLING),
+                "RTO 表1",
+            )
         )
-        notes.append(Note("watchdog off because %s" % reason, "seed 恢复时间优化 表1; RT04 Table 3"))
+    for field, name in sorted(f.origins.items()):
+        notes.append(
+            Note(
+                "env %s=%s is read as %s" % (name, f.declared.env[name], field),
+                "PROJECT (a setting is checked the same whether written as a field or in env)",
+            )
+        )
     if f.process_level or f.pod_level:
         notes.append(Note("a fault on the rank-0 pod escalates to job-level rescheduling", "K8S Table 6; RT01"))
     return JobPlan(
         name=job.name,
         namespace=job.namespace,
-        kind="AscendJob" if job.kind == "ascendjob" else "Job",
+        kind=C.ASCENDJOB_KIND if job.kind == "ascendjob" else C.VCJOB_KIND,
         framework=f.framework,
         levels=ladder(f),
         strategies=list(f.strategies),
@@ -149,4 +344,11 @@ def build_job(f: JobFacts, storage: List[SharedVolumePlan], profile_dir: Optiona
         launcher=build_launcher(f),
         budget=budget(f, job),
         notes=notes,
+        api_version=C.ASCENDJOB_API_VERSION if job.kind == "ascendjob" else C.VCJOB_API_VERSION,
+        scheduler_name=C.SCHEDULER_NAME_VOLCANO,
+        command=command(f),
+        config_maps=config_maps(f),
+        backoff_limit=job.recovery.backoff_limit,
+        min_available=job.nodes + (1 if not f.is_pytorch and job.kind == "ascendjob" else 0),
+        policies=policies(f),
     )

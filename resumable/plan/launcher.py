@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Dict, List, Optional
 
 from .. import constants as C
+from ..envtable import taskd_process_enable
 from ..facts import JobFacts
-from .env import taskd_process_enable
 from .model import EnvVar, LauncherPlan, Note, TaskdManagerPlan
 
-#: The shell test the seed's train_start.sh uses to start the TaskD Manager on one pod only
-#: (seed 配置进程级别重调度 适配训练脚本).
+#: The shell test PLR's train_start.sh uses to start the TaskD Manager on one pod only
+#: (PLR 适配训练脚本).
 MANAGER_CONDITIONS: Dict[str, str] = {
     "rank0": '[[ "${RANK}" == 0 ]]',
     "scheduler": '[[ "${MS_SCHED_HOST}" == "${POD_IP}" ]]',
@@ -29,10 +29,11 @@ def build_launcher(f: JobFacts) -> LauncherPlan:
         notes.append(
             Note(
                 "LD_PRELOAD gets libtaskd.so from the installed taskd package (pip show taskd Location)",
-                "seed 配置进程级别重调度 适配训练脚本",
+                "PLR 适配训练脚本",
             )
         )
-        env.append(EnvVar(C.ENV_TASKD_LOG_PATH, "/job/code/alllogs/$(MINDX_TASK_ID)/taskd", reason="ENV Table 5"))
+        if C.ENV_TASKD_LOG_PATH not in job.env:  # the profile's own value wins (it is in the container env)
+            env.append(EnvVar(C.ENV_TASKD_LOG_PATH, "/job/code/alllogs/$(MINDX_TASK_ID)/taskd", reason="ENV Table 5"))
     if job.launcher == "msrun":
         args = [
             "--worker_num=%d" % (job.nodes * job.npus_per_node),
@@ -67,10 +68,18 @@ def build_launcher(f: JobFacts) -> LauncherPlan:
         process_enable=taskd_process_enable(f),
     )
     if where == "rank0":
-        notes.append(Note("rank 0 exports MASTER_ADDR=$POD_IP before starting the TaskD Manager", "seed; RT04"))
+        notes.append(
+            Note("rank 0 exports MASTER_ADDR=$POD_IP before starting the TaskD Manager", "PLR 适配训练脚本; RT04")
+        )
     jit: Optional[bool] = {"binaries": False, "cache": True}.get(job.compile.mode)
+    call: Optional[str] = None
     if jit is not None:
-        notes.append(Note("torch.npu.set_compile_mode(jit_compile=%s)" % jit, "seed 恢复时间优化 表9/表10"))
+        if f.is_pytorch:
+            call = "torch.npu.set_compile_mode(jit_compile=%s)" % jit
+            notes.append(Note(call, "RTO 表9/表10"))
+        else:
+            call = "mindspore.device_context.ascend.op_tuning.op_compile(%s)" % jit
+            notes.append(Note("%s, MindSpore's equivalent of torch.npu.set_compile_mode" % call, "MS-OPCOMPILE"))
     return LauncherPlan(
         launcher=job.launcher,
         args=args,
@@ -79,5 +88,6 @@ def build_launcher(f: JobFacts) -> LauncherPlan:
         taskd_manager=manager,
         compile_mode=job.compile.mode,
         jit_compile=jit,
+        compile_call=call,
         notes=notes,
     )

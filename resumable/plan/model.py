@@ -112,6 +112,31 @@ class Volume(PlanPart):
     read_only: bool = False
     size_limit: Optional[str] = None
     reason: str = ""
+    #: the ConfigMap of a config_map volume
+    config_map: Optional[str] = None
+    #: hostPath type (Directory, DirectoryOrCreate, File, ...); None: unchecked
+    host_path_type: Optional[str] = None
+
+
+@dataclasses.dataclass
+class ConfigMapPlan(PlanPart):
+    """A ConfigMap the job's pods mount (reset-config, rings-config, the profile)."""
+
+    name: str
+    labels: Dict[str, str]
+    data: Dict[str, str]
+    #: filled with the profile's text by the deployment (the plan does not hold it)
+    holds_profile: bool = False
+    reason: str = ""
+
+
+@dataclasses.dataclass
+class VolcanoPolicy(PlanPart):
+    """A lifecycle policy of a Volcano Job (event -> action)."""
+
+    event: str
+    action: str
+    reason: str = ""
 
 
 @dataclasses.dataclass
@@ -123,12 +148,16 @@ class ReplicaPlan(PlanPart):
     npus: int
     restart_policy: str
     host_network: bool
-    termination_grace_period_seconds: int
+    #: None: not set in the pod (the Kubernetes default)
+    termination_grace_period_seconds: Optional[int]
     ports: List[Port]
     env: List[EnvVar]
     runs_taskd_manager: bool
     labels: Dict[str, str]
     annotations: Dict[str, str]
+    #: extended resources, requests equal to limits (YAMLCFG), e.g. {"huawei.com/Ascend910": "8"}
+    resources: Dict[str, str] = dataclasses.field(default_factory=dict)
+    node_selector: Dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -143,6 +172,9 @@ class SharedVolumePlan(PlanPart):
     path: Optional[str]
     storage_class: Optional[str]
     size: str
+    #: namespaces of the jobs that mount it (one claim in each)
+    namespaces: List[str] = dataclasses.field(default_factory=list)
+    reclaim_policy: str = "Retain"
 
 
 @dataclasses.dataclass
@@ -199,7 +231,11 @@ class LauncherPlan(PlanPart):
     ld_preload: List[str]
     taskd_manager: TaskdManagerPlan
     compile_mode: CompileMode
+    #: False = operator binaries, True = online compilation (with the cache), None = framework default
     jit_compile: Optional[bool]
+    #: the call the launcher makes in each training process for jit_compile: torch.npu.set_compile_mode
+    #: on PyTorch (RTO 表9/表10), mindspore...op_tuning.op_compile on MindSpore (MS-OPCOMPILE)
+    compile_call: Optional[str]
     notes: List[Note]
 
 
@@ -244,6 +280,17 @@ class JobPlan(PlanPart):
     launcher: LauncherPlan
     budget: BudgetPlan
     notes: List[Note]
+    api_version: str = ""
+    scheduler_name: str = ""
+    #: the training container's command: ``resumable launch -- SCRIPT ARGS``
+    command: List[str] = dataclasses.field(default_factory=list)
+    config_maps: List[ConfigMapPlan] = dataclasses.field(default_factory=list)
+    #: AscendJob runPolicy.backoffLimit / Volcano Job maxRetry; None: not set
+    backoff_limit: Optional[int] = None
+    #: pods that must be schedulable together (gang scheduling)
+    min_available: int = 0
+    #: Volcano Job policies (empty for an AscendJob)
+    policies: List[VolcanoPolicy] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass

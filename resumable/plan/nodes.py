@@ -27,7 +27,7 @@ def npu_resource(chip: str) -> str:
 
 def reserved_ports(profile: Profile, facts: List[JobFacts]) -> List[int]:
     choice = profile.cluster.reserve_taskd_ports
-    wanted = choice if choice is not None else (profile.cluster.host_network and any(f.uses_taskd for f in facts))
+    wanted = choice if choice is not None else any(f.host_network and f.uses_taskd for f in facts)
     return [C.TASKD_MANAGER_PORT, C.TASKD_PROXY_PORT] if wanted else []
 
 

@@ -34,7 +34,7 @@ def build_scheduler(profile: Profile, facts: List[JobFacts]) -> SchedulerPlan:
                 "INST04 step 4 / Table 3",
             )
         )
-    longest = max((f.job.recovery.termination_grace_period for f in facts), default=0)
+    longest = max((f.job.recovery.termination_grace_period or 0 for f in facts), default=0)
     notes.append(
         Note(
             "Volcano grace-over-time %ds; longest pod grace period %ds" % (s.grace_over_time, longest),

@@ -4,20 +4,23 @@ from __future__ import annotations
 
 from typing import List
 
-from .. import constants as C
-from ..facts import JobFacts
+from ..facts import JobFacts, uses_compile_cache
 from ..profile import Profile
 from .model import SharedVolumePlan
 
 
 def build_storage(profile: Profile, facts: List[JobFacts]) -> List[SharedVolumePlan]:
+    """Volumes for the compile caches and the checkpoints. The ranktable needs none: the operator
+    writes hccl.json to its host directory /user/mindx-dl/ranktable and the training pods read it
+    through a hostPath volume; both hosts mount <nfs export>/ranktable there (plan.nodes
+    shared_mounts), so there is no claim to provision or size."""
     s = profile.storage
     if s.nfs is None and s.storage_class is None:
         return []
     kind = "nfs" if s.nfs is not None else "storage_class"
     base = profile.cluster.name
 
-    def vol(purpose: str, sub: str, mount: str, size: str) -> SharedVolumePlan:
+    def vol(purpose: str, sub: str, mount: str, size: str, users: List[JobFacts]) -> SharedVolumePlan:
         return SharedVolumePlan(
             name="%s-%s" % (base, sub),
             purpose=purpose,
@@ -27,24 +30,23 @@ def build_storage(profile: Profile, facts: List[JobFacts]) -> List[SharedVolumeP
             path=("%s/%s" % (s.nfs.path.rstrip("/"), sub)) if s.nfs is not None else None,
             storage_class=s.storage_class,
             size=size,
+            namespaces=sorted({f.job.namespace for f in users}),
         )
 
     out: List[SharedVolumePlan] = []
-    cache_paths = sorted({f.job.compile.cache_path for f in facts if f.job.compile.mode == "cache"})
+    cache_paths = sorted({f.job.compile.cache_path for f in facts if uses_compile_cache(f)})
     for i, path in enumerate(cache_paths):
         out.append(
             vol(
-                "operator compile cache (ASCEND_CACHE_PATH)",
+                "compile cache (ASCEND_CACHE_PATH, MindSpore graph cache)",
                 "op-cache" + ("-%d" % i if i else ""),
                 path,
                 s.cache_size,
+                [f for f in facts if uses_compile_cache(f) and f.job.compile.cache_path == path],
             )
         )
     ckpt_paths = sorted({f.job.checkpoint.path for f in facts})
     for i, path in enumerate(ckpt_paths):
-        out.append(vol("checkpoints", "checkpoints" + ("-%d" % i if i else ""), path, s.checkpoint_size))
-    if s.nfs is not None and any(f.job.ranktable for f in facts):
-        # The operator writes <ns>.<job>/hccl.json under its hostPath /user/mindx-dl/ranktable, which the
-        # nodes mount from <export>/ranktable (plan.nodes.shared_mounts); the jobs mount the same export.
-        out.append(vol("ranktable (hccl.json)", "ranktable", C.RANKTABLE_MOUNT, s.ranktable_size))
+        users = [f for f in facts if f.job.checkpoint.path == path]
+        out.append(vol("checkpoints", "checkpoints" + ("-%d" % i if i else ""), path, s.checkpoint_size, users))
     return out

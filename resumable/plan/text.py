@@ -33,13 +33,13 @@ def _job(job: JobPlan) -> List[str]:
         out.extend("    %s: %s" % kv for kv in sorted(job.annotations.items()))
     for r in job.replicas:
         out.append(
-            "  replica %s x%d: %d NPU, restartPolicy %s, terminationGracePeriodSeconds %d, hostNetwork %s%s"
+            "  replica %s x%d: %d NPU, restartPolicy %s, terminationGracePeriodSeconds %s, hostNetwork %s%s"
             % (
                 r.type,
                 r.replicas,
                 r.npus,
                 r.restart_policy,
-                r.termination_grace_period_seconds,
+                "default" if r.termination_grace_period_seconds is None else r.termination_grace_period_seconds,
                 str(r.host_network).lower(),
                 ", runs the TaskD Manager" if r.runs_taskd_manager else "",
             )
@@ -50,7 +50,7 @@ def _job(job: JobPlan) -> List[str]:
     out.extend("    " + _env(e) for e in (job.replicas[0].env if job.replicas else []))
     out.append("  volumes:")
     for v in job.volumes:
-        src = v.claim_name or v.path or v.source
+        src = v.claim_name or v.config_map or v.path or v.source
         out.append("    %s -> %s (%s)" % (v.name, v.mount_path, src))
     img = job.image
     if img.wheels or img.runpy_patch:
@@ -71,7 +71,7 @@ def _job(job: JobPlan) -> List[str]:
             "    TaskD Manager on %s (%s): job_id=$%s node_nums=%d proc_per_node=%d TASKD_PROCESS_ENABLE=%s"
             % (m.where, m.condition, m.job_id_env, m.node_nums, m.proc_per_node, m.process_enable)
         )
-    out.append("    compile mode: %s" % lau.compile_mode)
+    out.append("    compile mode: %s%s" % (lau.compile_mode, " (%s)" % lau.compile_call if lau.compile_call else ""))
     notes = job.notes + img.notes + lau.notes
     if notes:
         out.append("  notes:")

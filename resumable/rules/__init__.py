@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import cluster, compile, detection, network, process, rescheduling, software, timing
+from . import cluster, compile, detection, env, network, process, rescheduling, software, timing, workload
 from .base import ERROR, REGISTRY, WARNING, Finding, Rule, errors, evaluate, format_violation
 
 __all__ = [
@@ -14,6 +14,7 @@ __all__ = [
     "cluster",
     "compile",
     "detection",
+    "env",
     "errors",
     "evaluate",
     "format_violation",
@@ -22,4 +23,5 @@ __all__ = [
     "rescheduling",
     "software",
     "timing",
+    "workload",
 ]

@@ -48,6 +48,13 @@ class Rule:
     why: str
     module: str  # the topic: detection, rescheduling, process, ...
     check: ProfileCheck = field(repr=False)
+    #: an error rule some of whose findings are warnings (Finding.severity); those can be acknowledged
+    warns: bool = False
+
+    @property
+    def acknowledgeable(self) -> bool:
+        """Whether ``acknowledge`` may name this rule: it reports warnings."""
+        return self.severity == WARNING or self.warns
 
 
 REGISTRY: Dict[str, Rule] = {}
@@ -68,18 +75,21 @@ def _register(rule_: Rule) -> None:
 
 
 def profile_rule(
-    id: str, title: str, source: str, severity: Severity = ERROR
+    id: str, title: str, source: str, severity: Severity = ERROR, warns: bool = False
 ) -> Callable[[ProfileCheck], ProfileCheck]:
-    """Register a check over the whole profile. The docstring of the check is the rule's "why"."""
+    """Register a check over the whole profile. The docstring of the check is the rule's "why".
+    ``warns``: an error rule that also reports some findings as warnings."""
 
     def wrap(fn: ProfileCheck) -> ProfileCheck:
-        _register(Rule(id, title, severity, source, _why(fn), _topic(fn), fn))
+        _register(Rule(id, title, severity, source, _why(fn), _topic(fn), fn, warns))
         return fn
 
     return wrap
 
 
-def job_rule(id: str, title: str, source: str, severity: Severity = ERROR) -> Callable[[JobCheck], JobCheck]:
+def job_rule(
+    id: str, title: str, source: str, severity: Severity = ERROR, warns: bool = False
+) -> Callable[[JobCheck], JobCheck]:
     """Register a check evaluated once per job."""
 
     def wrap(fn: JobCheck) -> JobCheck:
@@ -87,7 +97,7 @@ def job_rule(id: str, title: str, source: str, severity: Severity = ERROR) -> Ca
             for f in facts:
                 yield from fn(profile, f)
 
-        _register(Rule(id, title, severity, source, _why(fn), _topic(fn), over_jobs))
+        _register(Rule(id, title, severity, source, _why(fn), _topic(fn), over_jobs, warns))
         return fn
 
     return wrap

@@ -6,7 +6,7 @@ from typing import Iterable
 
 from .. import constants as C
 from .. import releases as R
-from ..facts import JobFacts
+from ..facts import JobFacts, uses_compile_cache
 from ..profile import Profile
 from ..versions import Version
 from .base import WARNING, Finding, job_rule
@@ -15,37 +15,32 @@ from .base import WARNING, Finding, job_rule
 @job_rule(
     "compile-exclusive",
     "Operator binaries and the operator compile cache exclude each other",
-    "seed 恢复时间优化 算子编译时间优化 (二者不兼容); RT05 Tables 7-8",
+    "RTO 算子编译时间优化 (二者不兼容); RT05 Tables 7-8",
 )
 def compile_exclusive(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     """Binaries mean jit_compile=False (no compilation, nothing to cache); the cache means
-    jit_compile=True with ASCEND_CACHE_PATH. Setting the cache variables next to binaries, or a
-    second cache path, leaves one of the two choices silently unused."""
+    jit_compile=True with ASCEND_CACHE_PATH. Cache settings next to binaries, as fields or in env,
+    leave one of the two choices silently unused."""
     c = f.job.compile
-    env_path = f.job.env.get(C.ENV_ASCEND_CACHE_PATH)
+    env_path = f.declared.env.get(C.ENV_ASCEND_CACHE_PATH)
     if c.mode == "binaries" and (env_path is not None or c.max_op_cache_size is not None):
         paths = ["%s.compile.mode" % f.path]
         if env_path is not None:
             paths.append("%s.env.%s" % (f.path, C.ENV_ASCEND_CACHE_PATH))
         if c.max_op_cache_size is not None:
-            paths.append("%s.compile.max_op_cache_size" % f.path)
+            paths.append(f.where("compile.max_op_cache_size"))
         yield Finding(
             paths,
             "operator binaries are chosen but an operator compile cache is configured too",
             "Pick one: compile.mode: binaries without cache settings, or compile.mode: cache.",
-        )
-    if c.mode == "cache" and env_path is not None and env_path != c.cache_path:
-        yield Finding(
-            ["%s.env.%s" % (f.path, C.ENV_ASCEND_CACHE_PATH), "%s.compile.cache_path" % f.path],
-            "env sets %s=%s but compile.cache_path is %s" % (C.ENV_ASCEND_CACHE_PATH, env_path, c.cache_path),
-            "Remove %s from env; set compile.cache_path." % C.ENV_ASCEND_CACHE_PATH,
         )
 
 
 @job_rule(
     "compile-cann",
     "Operator binaries and the compile cache need CANN 8.0.RC2 or later",
-    "seed 恢复时间优化 表9/表10",
+    "RTO 表9/表10",
+    warns=True,
 )
 def compile_cann(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     """Both features are documented for CANN 8.0.RC2 and later only."""
@@ -71,14 +66,16 @@ def compile_cann(profile: Profile, f: JobFacts) -> Iterable[Finding]:
 @job_rule(
     "compile-cache-shared-storage",
     "The compile cache needs a shared volume mounted at ASCEND_CACHE_PATH on every pod",
-    "seed 恢复时间优化 表10 (ASCEND_CACHE_PATH=共享存储路径)",
+    "RTO 表10 (ASCEND_CACHE_PATH=共享存储路径); RT05 (MindSpore graph cache)",
 )
 def compile_cache_shared_storage(profile: Profile, f: JobFacts) -> Iterable[Finding]:
-    """A cache on a pod's own disk dies with the pod, which is exactly when it would be needed."""
-    if f.job.compile.mode == "cache" and profile.storage.nfs is None and profile.storage.storage_class is None:
+    """A cache on a pod's own disk dies with the pod, which is exactly when it would be needed;
+    the MindSpore graph cache lives on the same shared volume."""
+    if uses_compile_cache(f) and profile.storage.nfs is None and profile.storage.storage_class is None:
+        what = "compile.mode" if f.job.compile.mode == "cache" else "compile.mindspore_graph_cache"
         yield Finding(
-            ["%s.compile.mode" % f.path, "storage"],
-            "compile.mode cache needs shared storage, the profile declares none",
+            ["%s.%s" % (f.path, what), "storage"],
+            "%s needs shared storage for its cache, the profile declares none" % what,
             "Add storage.nfs (server, path) or storage.storage_class.",
         )
 
@@ -86,25 +83,53 @@ def compile_cache_shared_storage(profile: Profile, f: JobFacts) -> Iterable[Find
 @job_rule(
     "compile-cache-max-size",
     "ASCEND_MAX_OP_CACHE_SIZE=-1 with a cache on shared storage",
-    "seed 恢复时间优化 表10 (ASCEND_MAX_OP_CACHE_SIZE=-1)",
+    "RTO 表10 (ASCEND_MAX_OP_CACHE_SIZE=-1)",
     severity=WARNING,
 )
 def compile_cache_max_size(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     """With a size limit every node ages out cache entries on the shared volume, and the nodes
-    contend for it; -1 (no limit) is the documented setting on shared storage."""
+    contend for it; -1 (no limit) is the documented setting on shared storage. The limit may come
+    from compile.max_op_cache_size or from env."""
     c = f.job.compile
     if c.mode != "cache":
         return
     if c.max_op_cache_size is not None and c.max_op_cache_size != -1:
+        where = f.where("compile.max_op_cache_size")
         yield Finding(
-            ["%s.compile.max_op_cache_size" % f.path],
-            "max_op_cache_size is %d on shared storage" % c.max_op_cache_size,
-            "Remove compile.max_op_cache_size (the plan sets -1).",
+            [where],
+            "the operator cache size limit is %d (%s) on shared storage" % (c.max_op_cache_size, where),
+            "Remove the limit (compile.max_op_cache_size and env %s; the plan sets -1)."
+            % C.ENV_ASCEND_MAX_OP_CACHE_SIZE,
         )
-    env_value = f.job.env.get(C.ENV_ASCEND_MAX_OP_CACHE_SIZE)
-    if env_value is not None and env_value.strip() != "-1":
+
+
+@job_rule(
+    "msrun-compile-mode",
+    "compile.mode on MindSpore maps to op_compile, which needs MindSpore 2.5.0 or later",
+    "MS-OPCOMPILE; RTO 表9/表10",
+    warns=True,
+)
+def msrun_compile_mode(profile: Profile, f: JobFacts) -> Iterable[Finding]:
+    """torch.npu.set_compile_mode is PyTorch's switch; on MindSpore the launcher makes the
+    equivalent call, mindspore.device_context.ascend.op_tuning.op_compile(False) for binaries and
+    (True) for the compile cache, which exists from MindSpore 2.5.0. ASCEND_CACHE_PATH and
+    ASCEND_MAX_OP_CACHE_SIZE are CANN's and work for both frameworks."""
+    mode = f.job.compile.mode
+    if f.is_pytorch or mode == "default":
+        return
+    paths = ["%s.compile.mode" % f.path, "%s.image.mindspore" % f.path]
+    if f.mindspore is None:
         yield Finding(
-            ["%s.env.%s" % (f.path, C.ENV_ASCEND_MAX_OP_CACHE_SIZE)],
-            "env sets %s=%s on shared storage" % (C.ENV_ASCEND_MAX_OP_CACHE_SIZE, env_value),
-            "Remove it from env (the plan sets -1).",
+            paths,
+            "compile.mode %s on MindSpore calls op_compile, which needs MindSpore %s or later, and "
+            "image.mindspore is not declared" % (mode, R.OP_COMPILE_MINDSPORE),
+            "Declare image.mindspore.",
+            severity=WARNING,
+        )
+    elif f.mindspore < Version(R.OP_COMPILE_MINDSPORE):
+        yield Finding(
+            paths,
+            "compile.mode %s on MindSpore calls op_compile, which MindSpore %s does not have (from %s)"
+            % (mode, f.mindspore, R.OP_COMPILE_MINDSPORE),
+            "Upgrade MindSpore to %s or later, or set compile.mode: default." % R.OP_COMPILE_MINDSPORE,
         )

@@ -2,47 +2,90 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, List
 
 from .. import constants as C
 from .. import releases as R
 from ..facts import JobFacts
 from ..profile import Profile
-from .base import Finding, job_rule
+from .base import WARNING, Finding, job_rule
+
+
+def _image_paths(f: JobFacts) -> List[str]:
+    img = "%s.image" % f.path
+    if f.is_pytorch:
+        return [img + ".torch", img + ".torch_npu", img + ".framework_pt_adapter"]
+    return [img + ".mindspore"]
+
+
+def _software(f: JobFacts) -> str:
+    if not f.is_pytorch:
+        return "MindSpore %s" % f.mindspore
+    return "torch %s, torch_npu %s (FrameworkPTAdapter: %s)" % (
+        f.torch,
+        f.job.image.torch_npu,
+        f.adapter_info.how
+        if f.adapter is None
+        else "%s%s, from %s" % ("" if f.adapter_info.exact else "at least ", f.adapter, f.adapter_info.how),
+    )
 
 
 @job_rule(
     "watchdog-support",
     "The watchdog needs PyTorch 2.1.0+ with torch_npu newer than 6.0.RC1 (MindSpore 2.4+)",
-    "seed 恢复时间优化(PyTorch) 表1; RT05 Table 1",
+    "RTO 表1; RT05 Table 1",
 )
 def watchdog_support(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     """torch_npu's watchdog thread exists only from PyTorch 2.1.0 with FrameworkPTAdapter newer than
     6.0.RC1 (MindSpore from 2.4); asking for it elsewhere silently leaves a fault waiting for the
-    30-minute HCCL timeout."""
-    if f.job.recovery.watchdog != "on" or f.watchdog_supported:
+    30-minute HCCL timeout. A torch_npu pip version is read through the published version table
+    (PTA)."""
+    if f.job.recovery.watchdog != "on" or f.watchdog_supported is not False:
         return
-    img = "%s.image" % f.path
     if f.is_pytorch:
         yield Finding(
-            [
-                "%s.recovery.watchdog" % f.path,
-                img + ".torch",
-                img + ".torch_npu",
-                img + ".framework_pt_adapter",
-            ],
-            "watchdog is on but needs torch >= %s and torch_npu (FrameworkPTAdapter) newer than %s; "
-            "the profile has torch %s, adapter %s"
-            % (R.WATCHDOG_TORCH, R.WATCHDOG_ADAPTER_ABOVE, f.job.image.torch, f.adapter),
-            "Upgrade the image (and declare image.torch and image.framework_pt_adapter), or set "
-            "recovery.watchdog: auto.",
+            [f.where("recovery.watchdog"), *_image_paths(f)],
+            "watchdog is on but needs torch >= %s and torch_npu (FrameworkPTAdapter) newer than %s; the image "
+            "has %s" % (R.WATCHDOG_TORCH, R.WATCHDOG_ADAPTER_ABOVE, _software(f)),
+            "Upgrade the image (and declare image.torch and image.torch_npu), or set recovery.watchdog: auto.",
         )
     else:
         yield Finding(
-            ["%s.recovery.watchdog" % f.path, img + ".mindspore"],
+            [f.where("recovery.watchdog"), *_image_paths(f)],
             "watchdog is on but MindSpore's HCCL watchdog needs MindSpore >= %s (profile: %s)"
-            % (R.WATCHDOG_MINDSPORE, f.job.image.mindspore),
+            % (R.WATCHDOG_MINDSPORE, f.mindspore),
             "Upgrade MindSpore (and declare image.mindspore) or set recovery.watchdog: auto.",
+        )
+
+
+@job_rule(
+    "watchdog-unknown",
+    "Whether the image has the watchdog can be told from its declared versions",
+    "RTO 表1; PTA",
+    severity=WARNING,
+)
+def watchdog_unknown(profile: Profile, f: JobFacts) -> Iterable[Finding]:
+    """With recovery.watchdog: auto the plan turns the watchdog neither on nor off unless it knows
+    the image supports it; when the versions do not tell (torch_npu a pip version the published
+    table does not list, or versions not declared) HCCL_ASYNC_ERROR_HANDLING is left unset, the
+    vendor default, and the recovery budget assumes the 30-minute collective timeout. Never
+    silently off: declare the versions, or acknowledge the warning."""
+    if f.job.recovery.watchdog != "auto" or f.process_level or f.hot_switch or f.watchdog_supported is not None:
+        return
+    if f.is_pytorch:
+        yield Finding(
+            _image_paths(f),
+            "cannot tell whether this image has the torch_npu watchdog (%s); %s is left unset (the vendor "
+            "default) and the budget assumes the collective timeout" % (_software(f), C.ENV_HCCL_ASYNC_ERROR_HANDLING),
+            "Declare image.torch and image.framework_pt_adapter (the FrameworkPTAdapter release of the image's "
+            "torch_npu), or set recovery.watchdog: on/off, or acknowledge watchdog-unknown.",
+        )
+    else:
+        yield Finding(
+            _image_paths(f),
+            "cannot tell whether this image has MindSpore's HCCL watchdog (MindSpore not declared); it is left "
+            "at the vendor default",
+            "Declare image.mindspore, or set recovery.watchdog: on/off, or acknowledge watchdog-unknown.",
         )
 
 
@@ -54,21 +97,16 @@ def watchdog_support(profile: Profile, f: JobFacts) -> Iterable[Finding]:
 def watchdog_process_level(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     """Process-level rescheduling, in-place and online recovery, elastic training and hot switching
     all pause and repair the job themselves; a watchdog that kills the processes on the first
-    communication error defeats them. The operator injects HCCL_ASYNC_ERROR_HANDLING=0 from 7.2."""
-    if not (f.process_level or f.hot_switch):
+    communication error defeats them. The operator injects HCCL_ASYNC_ERROR_HANDLING=0 from 7.2.
+    The watchdog may be switched on by the field or by env (HCCL_ASYNC_ERROR_HANDLING=1,
+    MS_ENABLE_THM={HCCL_WATCHDOG:1}); either way is this error."""
+    if not (f.process_level or f.hot_switch) or f.job.recovery.watchdog != "on":
         return
     why = "recover-strategy %s" % ",".join(f.strategies) if f.process_level else "subHealthyStrategy hotSwitch"
-    if f.job.recovery.watchdog == "on":
-        yield Finding(
-            ["%s.recovery.watchdog" % f.path, "%s.recovery.strategies" % f.path],
-            "watchdog is on together with %s" % why,
-            "Set recovery.watchdog: auto (or off); the plan exports %s=0." % C.ENV_HCCL_ASYNC_ERROR_HANDLING,
-        )
-    value = f.job.env.get(C.ENV_HCCL_ASYNC_ERROR_HANDLING)
-    if value is not None and value.strip() != "0":
-        yield Finding(
-            ["%s.env.%s" % (f.path, C.ENV_HCCL_ASYNC_ERROR_HANDLING)],
-            "env sets %s=%s, which turns the watchdog on, together with %s"
-            % (C.ENV_HCCL_ASYNC_ERROR_HANDLING, value, why),
-            "Remove it from env; the plan sets it to 0.",
-        )
+    where = f.where("recovery.watchdog")
+    yield Finding(
+        [where, "%s.recovery.strategies" % f.path],
+        "watchdog is on (%s) together with %s" % (where, why),
+        "Set recovery.watchdog: auto (or off) and remove any env entry that turns it on; the plan exports %s=0."
+        % C.ENV_HCCL_ASYNC_ERROR_HANDLING,
+    )

@@ -17,18 +17,11 @@ from .base import Finding, job_rule
 )
 def host_network(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     """With hostNetwork HCCL must bind the host's address (the plan sets HCCL_IF_IP from
-    status.hostIP); TaskD's 9601/9602 must be kept out of the ephemeral range or a random outgoing
-    connection can hold them when the Manager or Proxy restarts."""
-    if not profile.cluster.host_network:
+    status.hostIP; a fixed value in env is reported by env-contradicts-profile); TaskD's 9601/9602
+    must be kept out of the ephemeral range or a random outgoing connection can hold them when the
+    Manager or Proxy restarts."""
+    if not f.host_network:
         return
-    literal = f.job.env.get(C.ENV_HCCL_IF_IP)
-    if literal is not None:
-        yield Finding(
-            ["%s.env.%s" % (f.path, C.ENV_HCCL_IF_IP)],
-            "env sets %s to a fixed value on the host network; each pod needs its own host's address"
-            % C.ENV_HCCL_IF_IP,
-            "Remove it from env; the plan sets it from status.hostIP.",
-        )
     if f.uses_taskd and profile.cluster.reserve_taskd_ports is False:
         yield Finding(
             ["cluster.reserve_taskd_ports", "cluster.host_network"],

@@ -16,7 +16,7 @@ from .base import WARNING, Finding, job_rule
 @job_rule(
     "unknown-strategy",
     "recover-strategy accepts only retry, recover, recover-in-place, elastic-training, dump, exit",
-    "seed 配置进程级别重调度 (recover-strategy comment); RT04",
+    "PLR 准备任务YAML (recover-strategy comment); RT04",
 )
 def unknown_strategy(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     """ClusterD ignores names it does not know, so a typo silently drops a recovery level."""
@@ -33,7 +33,7 @@ def unknown_strategy(profile: Profile, f: JobFacts) -> Iterable[Finding]:
 @job_rule(
     "process-level-wheels",
     "Process-level strategies need the TaskD and MindIO TTP wheels in the image",
-    "seed 配置进程级别重调度 构建镜像; RT04; TFT 01",
+    "PLR 构建镜像; RT04; TFT 01",
 )
 def process_level_wheels(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     """TaskD (Manager/Proxy/Agent) drives process-level recovery from 7.1.RC1 and MindIO TTP repairs
@@ -41,14 +41,14 @@ def process_level_wheels(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     and ClusterD falls back to rescheduling."""
     if not (f.process_level or f.hot_switch):
         return
-    img = f.job.image
-    if img.mindio_ttp is None:
+    versions = f.wheel_versions
+    if versions.get("mindio_ttp") is None:
         yield Finding(
             ["%s.image.mindio_ttp" % f.path],
             "process-level recovery needs the MindIO TTP wheel, the image has none",
             "Declare image.mindio_ttp (the mindio_ttp wheel matching the cluster release).",
         )
-    if f.at_least(R.TASKD_MANAGER) and img.taskd is None:
+    if f.at_least(R.TASKD_MANAGER) and versions.get("taskd") is None:
         yield Finding(
             ["%s.image.taskd" % f.path],
             "process-level recovery needs the TaskD wheel, the image has none",
@@ -59,13 +59,14 @@ def process_level_wheels(profile: Profile, f: JobFacts) -> Iterable[Finding]:
 @job_rule(
     "process-level-grace",
     "Process-level strategies need fault-scheduling grace",
-    "seed 配置进程级别重调度 准备任务YAML; RT04; YAMLCFG",
+    "PLR 准备任务YAML; RT04; YAMLCFG; MCD:samples/train/resumable-training/fault-tolerance/without-ranktable/"
+    "pytorch/Qwen3/yamls/pytorch_multinodes_acjob_910b.yaml",
     severity=WARNING,
 )
 def process_level_grace(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     """The docs require grace so healthy pods get time to pause and the faulty one to dump. The
     official Qwen3 sample (MCD master) uses force with the same strategies; that discrepancy is
-    reported as a warning, not an error (shared/research/mindcluster.md section 11, question 2)."""
+    reported as a warning, not an error."""
     if (f.process_level or f.hot_switch) and f.job.recovery.fault_scheduling == "force":
         yield Finding(
             ["%s.recovery.fault_scheduling" % f.path],
@@ -119,7 +120,8 @@ def process_level_hot_reset(profile: Profile, f: JobFacts) -> Iterable[Finding]:
 @job_rule(
     "taskd-manager-placement",
     "The TaskD Manager runs on rank 0 (PyTorch) or on the MindSpore scheduler pod",
-    "seed 配置进程级别重调度 适配训练脚本; RT04; TASKDAPI 04",
+    "PLR 适配训练脚本; RT04; TASKDAPI 04",
+    warns=True,
 )
 def taskd_manager_placement(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     """Workers' proxies connect to the Manager at MASTER_ADDR:9601, so exactly one Manager must run,
@@ -152,7 +154,7 @@ def taskd_manager_placement(profile: Profile, f: JobFacts) -> Iterable[Finding]:
 @job_rule(
     "taskd-port",
     "Every pod declares port 9601 named taskd-port",
-    "seed 配置进程级别重调度 准备任务YAML; RT04; taskd const.go MgrPort",
+    "PLR 准备任务YAML; RT04; MC:component/taskd/taskd/go/common/constant/const.go (MgrPort)",
 )
 def taskd_port(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     """TaskD's Manager listens on 9601 (a constant in TaskD) and every pod's proxy dials it; the
@@ -168,20 +170,14 @@ def taskd_port(profile: Profile, f: JobFacts) -> Iterable[Finding]:
 @job_rule(
     "taskd-process-enable",
     "TASKD_PROCESS_ENABLE as each release reads it",
-    "RT04; MC:@v7.2.RC1/@v7.3.0 taskd manager.py; RT01",
+    "RT04; MC:@v7.3.0 component/taskd/taskd/python/framework/manager/manager.py; RT01",
+    warns=True,
 )
 def taskd_process_enable(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     """7.2.RC1 enables TaskD's process features only with TASKD_PROCESS_ENABLE=on; 7.3.0 enables them
     by default and documents off for Pod-level-only jobs (no recover-strategy, no hot switch)."""
     value = f.job.recovery.taskd_process_enable
-    env_value = f.job.env.get(C.ENV_TASKD_PROCESS_ENABLE)
-    where = "%s.recovery.taskd_process_enable" % f.path
-    if env_value is not None:
-        yield Finding(
-            ["%s.env.%s" % (f.path, C.ENV_TASKD_PROCESS_ENABLE)],
-            "env sets %s directly; the plan owns it" % C.ENV_TASKD_PROCESS_ENABLE,
-            "Use recovery.taskd_process_enable instead.",
-        )
+    where = f.where("recovery.taskd_process_enable")
     needs_on = f.uses_taskd and (f.process_level or f.hot_switch)
     if value == "off" and needs_on:
         yield Finding(
@@ -291,7 +287,7 @@ def dump_ttp_port(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     port ttp-port); it must not collide with 9601/9602 (TaskD) or 2222 (ascendjob-port)."""
     wants = "dump" in f.strategies or f.job.checkpoint.dump
     port = f.job.recovery.ttp_port
-    where = "%s.recovery.ttp_port" % f.path
+    where = f.where("recovery.ttp_port")
     if wants and port is None:
         yield Finding([where], "dump needs a MindIO TTP port, ttp_port is null", "Set recovery.ttp_port: 8000.")
     taken = {

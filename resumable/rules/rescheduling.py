@@ -7,7 +7,7 @@ from typing import Iterable, List
 from .. import releases as R
 from ..facts import JobFacts
 from ..profile import Profile
-from .base import Finding, job_rule
+from .base import WARNING, Finding, job_rule
 
 
 @job_rule(
@@ -55,7 +55,7 @@ def pod_rescheduling_release(profile: Profile, f: JobFacts) -> Iterable[Finding]
 @job_rule(
     "runpy-patch-package",
     "The torch run.py patch comes from mindx_elastic up to 7.2 and from TaskD from 7.3",
-    "seed 恢复时间优化 表2 Dockerfile; seed 配置进程级别重调度 构建镜像; INST00 (Elastic Agent EOL 7.3.0)",
+    "RTO 表2 Dockerfile; PLR 构建镜像; INST00 (Elastic Agent EOL 7.3.0)",
 )
 def runpy_patch_package(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     """Graceful fault tolerance, Pod-level and process-level recovery in PyTorch need torch's
@@ -63,22 +63,22 @@ def runpy_patch_package(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     `import taskd.python.adaptor.patch` from 7.3.0, where the Elastic Agent reached end of life."""
     if not f.is_pytorch:
         return
-    img = f.job.image
+    versions = f.wheel_versions
     needs_agent = f.uses_taskd or f.uses_mindx_elastic
-    if f.uses_mindx_elastic and img.mindx_elastic is None:
+    if f.uses_mindx_elastic and versions.get("mindx_elastic") is None:
         yield Finding(
             ["%s.image.mindx_elastic" % f.path, "cluster.mindcluster"],
             "MindCluster %s patches torch run.py with the Elastic Agent, but the image has no mindx_elastic "
             "wheel" % f.release,
             "Declare image.mindx_elastic (the wheel matching the cluster release) or upgrade to 7.3.0+ and use TaskD.",
         )
-    if f.at_least(R.TASKD_RUNPY_PATCH) and needs_agent and img.taskd is None:
+    if f.at_least(R.TASKD_RUNPY_PATCH) and needs_agent and versions.get("taskd") is None:
         yield Finding(
             ["%s.image.taskd" % f.path, "cluster.mindcluster"],
             "from MindCluster 7.3.0 torch run.py is patched by TaskD, but the image has no taskd wheel",
             "Declare image.taskd (the TaskD wheel of release %s)." % f.release,
         )
-    if f.at_least(R.TASKD_RUNPY_PATCH) and img.mindx_elastic is not None:
+    if f.at_least(R.TASKD_RUNPY_PATCH) and versions.get("mindx_elastic") is not None:
         yield Finding(
             ["%s.image.mindx_elastic" % f.path, "cluster.mindcluster"],
             "mindx_elastic reached end of life in MindCluster 7.3.0; the cluster runs %s" % f.release,
@@ -87,18 +87,22 @@ def runpy_patch_package(profile: Profile, f: JobFacts) -> Iterable[Finding]:
 
 
 @job_rule(
-    "pod-level-force-host-network",
-    "Pod-level rescheduling with fault-scheduling force cannot use the host network",
-    "YAMLCFG fault-scheduling (force); RT01 Pod-level constraints",
+    "force-host-network",
+    "fault-scheduling force and the host network do not go together, at any recovery level",
+    "YAMLCFG fault-scheduling (force); RT01 Pod-level rescheduling constraints",
+    severity=WARNING,
 )
-def pod_level_force_host_network(profile: Profile, f: JobFacts) -> Iterable[Finding]:
-    """With force, faulty pods are deleted at once; a replacement pod on the host network can then
-    collide with ports the old one still holds."""
-    if f.pod_level and f.job.recovery.fault_scheduling == "force" and profile.cluster.host_network:
+def force_host_network(profile: Profile, f: JobFacts) -> Iterable[Finding]:
+    """With force, a faulty pod is deleted at once and its replacement scheduled immediately; on the
+    host network the replacement can meet ports (HCCL, TaskD 9601/9602, ascendjob-port) that the
+    old pod's processes still hold on the same node. The MindCluster documentation rules force out
+    together with hostNetwork; official samples still combine them, so this is a warning for every
+    recovery level (job-, Pod- and process-level) rather than an error."""
+    if f.job.recovery.fault_scheduling == "force" and f.host_network:
         yield Finding(
             ["%s.recovery.fault_scheduling" % f.path, "cluster.host_network"],
-            "pod_rescheduling with fault_scheduling force is not supported on the host network",
-            "Use fault_scheduling: grace, or turn cluster.host_network off.",
+            "fault_scheduling force on the host network: a replacement pod can meet ports the deleted one still holds",
+            "Use fault_scheduling: grace, or turn cluster.host_network off, or acknowledge force-host-network.",
         )
 
 

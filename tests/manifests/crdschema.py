@@ -1,7 +1,7 @@
 """Validate a custom resource against a CRD's openAPIV3Schema with jsonschema.
 
 kubernetes-validate has no schemas for custom kinds (it only warns), so custom resources are
-checked here, following ../shared/research/testinfra.md section 7: pick the version's schema,
+checked here the way the API server does: pick the version's schema,
 translate the Kubernetes extensions (``x-kubernetes-int-or-string``, ``nullable``), and in strict
 mode reject unknown fields where the schema lists properties (the API server would prune them).
 """

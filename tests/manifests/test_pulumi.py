@@ -1,211 +1,224 @@
-"""MindClusterScheduler and the Pulumi program under Pulumi mocks (no CLI, no cluster).
+"""MindClusterScheduler under Pulumi mocks, checked against independent expectations.
 
-Mocks are installed before ``components`` is imported (testinfra.md section 6); the inputs the
-mocks receive are the manifests the provider would apply, so they are validated too.
+The objects the component registers are compared with the upstream release manifests
+(../shared/upstream, read here, never by the builders), the wiring with what the engine receives
+(tests/manifests/pulumi_mocks.py records every RegisterResource request), and the lifecycle
+options with hand-written tables of this project's decisions (docs/pulumi.md).
 """
 
 from __future__ import annotations
 
-import runpy
-import sys
-from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, cast
+from typing import Any, Dict, List, Set
 
 import pulumi
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from components import MindClusterScheduler, MindClusterSchedulerArgs
+from components.scheduler import TYPE_TOKEN
+from resumable.releases import STACK_RELEASES, VOLCANO_BUILDS
 
-SECRET_SIG = "4dabf18193072939515e22adb298388d"  # pulumi's marker of a secret value in inputs
+from .facts import key_of, load_objects
+from .plans import scheduler_plan
+from .pulumi_mocks import MOCKS, SECRET_SIG, by_key, kubernetes_objects, pulumi_test, reset, settled
+from .upstream import release_dir
 
-
-def pulumi_test(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``pulumi.runtime.test`` (untyped in the SDK) with a type, so the tests stay checked."""
-    decorate: Callable[[Callable[..., Any]], Callable[..., Any]] = pulumi.runtime.test
-    return decorate(fn)
-
-
-def depends_on(options: pulumi.ResourceOptions) -> List[Any]:
-    """The resources a child was told to wait for (a plain list in this component)."""
-    return list(cast(List[Any], options.depends_on or []))
-
-
-class Mocks(pulumi.runtime.Mocks):
-    def __init__(self) -> None:
-        self.resources: List[pulumi.runtime.MockResourceArgs] = []
-
-    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> Any:
-        self.resources.append(args)
-        return [f"{args.name}_id", dict(args.inputs)]
-
-    def call(self, args: pulumi.runtime.MockCallArgs) -> Any:
-        return {}
-
-    def kubernetes(self) -> List[pulumi.runtime.MockResourceArgs]:
-        return [r for r in self.resources if r.typ.startswith("kubernetes:")]
-
-
-MOCKS = Mocks()
-pulumi.runtime.set_mocks(MOCKS, preview=False)
-
-from components import MindClusterScheduler, MindClusterSchedulerArgs  # noqa: E402
-from components.scheduler import TYPE_TOKEN  # noqa: E402
-from resumable.manifests import build_stack  # noqa: E402
-from resumable.releases import STACK_RELEASES, VOLCANO_BUILDS  # noqa: E402
-
-from .plans import scheduler_plan  # noqa: E402
+#: Namespaces upstream leaves to the user (INST01 "Creating a Namespace"), created by the stack.
+HAND_MADE_NAMESPACES = {"Namespace/mindx-dl", "Namespace/cluster-system"}
+#: The device plugin objects upstream renamed in 26.1 (ascendplugin-volcano.yaml at v26.0.0 vs v26.1.0).
+RENAMED_26_1 = {
+    "ServiceAccount/kube-system/ascend-device-plugin-sa": "ServiceAccount/kube-system/ascend-device-plugin-sa-910",
+    "ClusterRole/pods-node-ascend-device-plugin-role": "ClusterRole/pods-node-ascend-device-plugin-role-910",
+    "ClusterRoleBinding/pods-node-ascend-device-plugin-rolebinding": (
+        "ClusterRoleBinding/pods-node-ascend-device-plugin-rolebinding-910"
+    ),
+    "DaemonSet/kube-system/ascend-device-plugin-daemonset": "DaemonSet/kube-system/ascend-device-plugin-daemonset-910",
+}
+#: Install order (INST05, INST06, INST08): each object waits for the ones listed.
+MUST_WAIT_FOR = {
+    "CustomResourceDefinition/ascendjobs.mindxdl.gitee.com": ["Namespace/mindx-dl"],
+    "Deployment/volcano-system/volcano-scheduler": ["CustomResourceDefinition/jobs.batch.volcano.sh"],
+    "Deployment/mindx-dl/ascend-operator-manager": [
+        "Deployment/volcano-system/volcano-scheduler",
+        "Deployment/volcano-system/volcano-controllers",
+    ],
+    "Deployment/mindx-dl/clusterd": ["Deployment/mindx-dl/ascend-operator-manager"],
+    "DaemonSet/mindx-dl/noded": ["Deployment/mindx-dl/clusterd"],
+}
 
 
-def settled(component: MindClusterScheduler, check: Any) -> Any:
-    """Run ``check`` once every child has been registered with the mocks."""
-    outputs = [r.urn for r in component.resources.values()]
-    return pulumi.Output.all(*outputs).apply(check)
+def key_string(obj: Dict[str, Any]) -> str:
+    kind, ns, name = key_of(obj)
+    return f"{kind}/{ns}/{name}" if ns else f"{kind}/{name}"
 
 
-def inputs_of(kind: str, name: str) -> Dict[str, Any]:
-    for r in MOCKS.kubernetes():
-        if r.inputs.get("kind") == kind and r.inputs.get("metadata", {}).get("name") == name:
-            return dict(r.inputs)
-    raise AssertionError(f"{kind}/{name} was not registered")
+def upstream_keys(release: str, volcano: str) -> Set[str]:
+    root = release_dir(release)
+    files = ["ascend-operator.yaml", "clusterd.yaml", "ascendplugin-volcano.yaml", "noded.yaml", "npu-exporter.yaml"]
+    out: Set[str] = set()
+    for name in [f"volcano-v{volcano}.yaml", *files]:
+        out |= {key_string(o) for o in load_objects(root / name)}
+    return out
 
 
-def container_args(obj: Dict[str, Any]) -> str:
-    return " ".join(obj["spec"]["template"]["spec"]["containers"][0]["args"])
+def alias_names(request: Any) -> List[str]:
+    return [a.spec.name for a in request.aliases if a.spec.name]
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def fresh() -> None:
-    MOCKS.resources.clear()
+    reset()
 
 
-@pulumi_test
-def test_children_parented_and_ordered(fresh: None) -> Any:
-    component = MindClusterScheduler("mc", MindClusterSchedulerArgs(scheduler_plan("7.3.0", "1.9.0")))
-    stage_keys = _stage_keys(component)
-    stage_resources = [[component.resources[key] for key in keys] for keys in stage_keys]
-
-    for index, keys in enumerate(stage_keys):
-        expected = stage_resources[index - 1] if index else []
-        for key in keys:
-            options = component.child_options[key]
-            assert options.parent is component, key
-            assert depends_on(options) == expected, key
-
-    def check(urns: List[str]) -> None:
-        assert all(f"{TYPE_TOKEN}$kubernetes:" in urn for urn in urns), "child not parented to the component"
-        registered = {(r.inputs["kind"], r.inputs["metadata"]["name"]) for r in MOCKS.kubernetes()}
-        assert ("Deployment", "volcano-scheduler") in registered
-        assert ("CustomResourceDefinition", "ascendjobs.mindxdl.gitee.com") in registered
-        assert len(MOCKS.kubernetes()) == len(component.resources)
-
-    return settled(component, check)
+def component(name: str, **kwargs: Any) -> MindClusterScheduler:
+    return MindClusterScheduler(name, MindClusterSchedulerArgs(**kwargs))
 
 
-def _stage_keys(component: MindClusterScheduler) -> List[List[str]]:
-    from components.scheduler import object_key
-
-    return [[object_key(o) for o in stage.objects] for stage in component.stages]
+def done(c: MindClusterScheduler, check: Any) -> Any:
+    return settled(list(c.resources.values()), check)
 
 
 @pytest.mark.parametrize("release", list(STACK_RELEASES))
 @pulumi_test
-def test_component_for_each_release(fresh: None, release: str) -> Any:
+def test_registers_what_upstream_ships(release: str) -> Any:
+    """Per release, exactly the objects of the upstream files plus the two hand-made namespaces;
+    every one parented to the component and valid for the Kubernetes version."""
     import kubernetes_validate
 
     volcano = STACK_RELEASES[release].default_volcano
-    plan = scheduler_plan(release, volcano, kubernetes=VOLCANO_BUILDS[volcano].kubernetes_max)
-    component = MindClusterScheduler(f"rel-{release}", MindClusterSchedulerArgs(plan))
+    expected = upstream_keys(release, volcano) | HAND_MADE_NAMESPACES
+    kube = VOLCANO_BUILDS[volcano].kubernetes_max
+    c = component(f"rel-{release}", scheduler=scheduler_plan(release, volcano, kubernetes=kube))
 
     def check(_: Any) -> None:
-        registered = MOCKS.kubernetes()
-        assert len(registered) == len(build_stack(plan))
-        for r in registered:
-            kubernetes_validate.validate(dict(r.inputs), plan.kubernetes, strict=True)
-        ds = next(r.inputs for r in registered if r.inputs["kind"] == "DaemonSet" and "device-plugin" in r.name)
-        assert "-hotReset=2" in container_args(ds)
-        assert "-reportInterval=5" in container_args(inputs_of("DaemonSet", "noded"))
-        conf = inputs_of("ConfigMap", "volcano-scheduler-configmap")["data"]["volcano-scheduler.conf"]
-        assert "grace-over-time: '900'" in conf and f"volcano-npu_v{release}_linux-aarch64" in conf
+        objs = kubernetes_objects()
+        assert sorted(r.key for r in objs) == sorted(expected)
+        for r in objs:
+            assert f"{TYPE_TOKEN}$kubernetes:" in r.urn, r.key
+            assert r.request.parent.endswith(f"{TYPE_TOKEN}::rel-{release}"), r.key
+            kubernetes_validate.validate(dict(r.inputs), kube, strict=True)
 
-    return settled(component, check)
+    return done(c, check)
 
 
 @pulumi_test
-def test_volcano_before_operator_before_clusterd(fresh: None) -> Any:
-    component = MindClusterScheduler("order", MindClusterSchedulerArgs(scheduler_plan("26.1.0", "1.12.0")))
-    opts = component.child_options
-    volcano = component.resources["Deployment/volcano-system/volcano-controllers"]
-    operator = component.resources["Deployment/mindx-dl/ascend-operator-manager"]
-    assert volcano in depends_on(opts["Deployment/mindx-dl/ascend-operator-manager"])
-    assert operator in depends_on(opts["Deployment/mindx-dl/clusterd"])
-    clusterd = component.resources["Deployment/mindx-dl/clusterd"]
-    assert clusterd in depends_on(opts["DaemonSet/kube-system/ascend-device-plugin-daemonset"])
-    return settled(component, lambda _: None)
-
-
-@pulumi_test
-def test_registered_manifests_are_valid_and_carry_resilience_settings(fresh: None) -> Any:
-    import kubernetes_validate
-
-    plan = scheduler_plan(
-        "26.0.0",
-        "1.9.0",
-        grace_over_time=1200,
-        report_interval=7,
-    )
-    component = MindClusterScheduler("res", MindClusterSchedulerArgs(plan))
+def test_install_order_reaches_the_engine() -> Any:
+    c = component("order", scheduler=scheduler_plan("26.1.0", "1.12.0"))
 
     def check(_: Any) -> None:
-        for r in MOCKS.kubernetes():
-            kubernetes_validate.validate(dict(r.inputs), "1.28", strict=True)
-        ds = inputs_of("DaemonSet", "ascend-device-plugin-daemonset-910")
-        assert "-hotReset=2" in container_args(ds) and "-volcanoType=true" in container_args(ds)
-        assert "-listWatchPeriod=5" in container_args(ds)
-        assert "-reportInterval=7" in container_args(inputs_of("DaemonSet", "noded"))
-        conf = inputs_of("ConfigMap", "volcano-scheduler-configmap")["data"]["volcano-scheduler.conf"]
-        assert "grace-over-time: '1200'" in conf
-        assert "volcano-npu_v26.0.0_linux-aarch64" in conf
-        svc = inputs_of("Service", "clusterd-grpc-svc")
-        assert svc["spec"]["ports"][0]["port"] == 8899
+        objs = by_key()
+        for key, waits in MUST_WAIT_FOR.items():
+            deps = set(objs[key].request.dependencies)
+            for w in waits:
+                assert objs[w].urn in deps, f"{key} does not wait for {w}"
+        assert not objs["Namespace/mindx-dl"].request.dependencies
 
-    return settled(component, check)
+    return done(c, check)
+
+
+@pytest.mark.parametrize("retain", [True, False])
+@pulumi_test
+def test_namespaces_and_crds_survive_destroy(retain: bool) -> Any:
+    c = component("keep", scheduler=scheduler_plan("7.3.0", "1.9.0"), retain_on_delete=retain)
+
+    def check(_: Any) -> None:
+        kept = {r.key for r in kubernetes_objects() if r.request.retainOnDelete}
+        wanted = {r.key for r in kubernetes_objects() if r.inputs["kind"] in ("Namespace", "CustomResourceDefinition")}
+        assert "CustomResourceDefinition/ascendjobs.mindxdl.gitee.com" in wanted
+        assert kept == (wanted if retain else set())
+        assert not any(r.request.protect for r in kubernetes_objects())
+
+    return done(c, check)
 
 
 @pulumi_test
-def test_verbatim_crds_from_the_release_files(fresh: None) -> Any:
-    import kubernetes_validate
+def test_26_1_upgrade_aliases_the_renamed_device_plugin() -> Any:
+    c = component("up", scheduler=scheduler_plan("26.1.0", "1.12.0"))
 
-    from .upstream import release_dir
+    def check(_: Any) -> None:
+        objs = by_key()
+        for new, old in RENAMED_26_1.items():
+            request = objs[new].request
+            assert alias_names(request) == ["up-" + old.replace("/", "-").lower()], new
+        ds = objs["DaemonSet/kube-system/ascend-device-plugin-daemonset"].request
+        assert ds.deleteBeforeReplace, "two device plugins per node during the upgrade"
+        others = [r.key for r in kubernetes_objects() if alias_names(r.request) and r.key not in RENAMED_26_1]
+        assert others == []
+
+    return done(c, check)
+
+
+@pulumi_test
+def test_older_release_has_no_aliases() -> Any:
+    c = component("old", scheduler=scheduler_plan("26.0.0", "1.9.0"))
+
+    def check(_: Any) -> None:
+        assert [r.key for r in kubernetes_objects() if alias_names(r.request)] == []
+        assert not any(r.request.deleteBeforeReplace for r in kubernetes_objects())
+
+    return done(c, check)
+
+
+@pulumi_test
+def test_workloads_wait_a_bounded_time() -> Any:
+    c = component("ready", scheduler=scheduler_plan("7.3.0", "1.9.0"), ready_timeout=120)
+
+    def check(_: Any) -> None:
+        for r in kubernetes_objects():
+            timeouts = r.request.customTimeouts
+            if r.inputs["kind"] in ("Deployment", "DaemonSet"):
+                assert (timeouts.create, timeouts.update) == ("120s", "120s"), r.key
+            else:
+                assert not timeouts.create, r.key
+
+    return done(c, check)
+
+
+@pulumi_test
+def test_registered_manifests_carry_the_resilience_settings() -> Any:
+    plan = scheduler_plan("26.0.0", "1.9.0", grace_over_time=1200, report_interval=7)
+    c = component("res", scheduler=plan)
+
+    def check(_: Any) -> None:
+        objs = by_key()
+        ds = objs["DaemonSet/kube-system/ascend-device-plugin-daemonset-910"].inputs
+        args = " ".join(ds["spec"]["template"]["spec"]["containers"][0]["args"])
+        assert "-hotReset=2" in args and "-volcanoType=true" in args and "-listWatchPeriod=5" in args
+        noded = objs["DaemonSet/mindx-dl/noded"].inputs
+        assert "-reportInterval=7" in " ".join(noded["spec"]["template"]["spec"]["containers"][0]["args"])
+        conf = objs["ConfigMap/volcano-system/volcano-scheduler-configmap"].inputs["data"]["volcano-scheduler.conf"]
+        assert "grace-over-time: '1200'" in conf and "volcano-npu_v26.0.0_linux-aarch64" in conf
+        assert objs["Service/mindx-dl/clusterd-grpc-svc"].inputs["spec"]["ports"][0]["port"] == 8899
+
+    return done(c, check)
+
+
+@pulumi_test
+def test_verbatim_crds_from_the_release_files() -> Any:
+    import kubernetes_validate
 
     root = release_dir("7.3.0")
     sources = [str(root / "ascend-operator.yaml"), str(root / "volcano-v1.9.0.yaml")]
-    component = MindClusterScheduler(
-        "verbatim", MindClusterSchedulerArgs(scheduler_plan("7.3.0", "1.9.0"), crd_sources=sources)
-    )
+    c = component("verbatim", scheduler=scheduler_plan("7.3.0", "1.9.0"), crd_sources=sources)
 
     def check(_: Any) -> None:
-        crd = inputs_of("CustomResourceDefinition", "ascendjobs.mindxdl.gitee.com")
+        crd = by_key()["CustomResourceDefinition/ascendjobs.mindxdl.gitee.com"].inputs
         spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
         template = spec["properties"]["replicaSpecs"]["additionalProperties"]["properties"]["template"]
         assert "properties" in template, "the full upstream PodTemplateSpec schema was not deployed"
         assert "status" not in crd
         kubernetes_validate.validate(crd, "1.28", strict=True)
 
-    return settled(component, check)
+    return done(c, check)
 
 
 def test_unsupported_plan_fails_at_preview() -> None:
     with pytest.raises(pulumi.RunError, match=r"Volcano 1.12.0 is not shipped with MindCluster 7.3.0"):
-        MindClusterScheduler("bad", MindClusterSchedulerArgs(scheduler_plan("7.3.0", "1.12.0")))
+        component("bad", scheduler=scheduler_plan("7.3.0", "1.12.0"))
 
 
 @pulumi_test
-def test_pull_secret_data_is_a_secret(fresh: None) -> Any:
-    plan = scheduler_plan(image_pull_secrets=["regcred"])
-    args = MindClusterSchedulerArgs(plan, docker_config_json='{"auths": {}}')
-    component = MindClusterScheduler("sec", args)
+def test_pull_secret_data_is_a_secret() -> Any:
+    c = component("sec", scheduler=scheduler_plan(image_pull_secrets=["regcred"]), docker_config_json='{"auths": {}}')
 
     def check(_: Any) -> None:
         secrets = [r for r in MOCKS.kubernetes() if r.inputs.get("kind") == "Secret"]
@@ -215,87 +228,12 @@ def test_pull_secret_data_is_a_secret(fresh: None) -> Any:
         for s in secrets:
             assert s.inputs["type"] == "kubernetes.io/dockerconfigjson"
             assert SECRET_SIG in s.inputs["stringData"], "pull secret content is not marked secret"
-        ds = inputs_of("DaemonSet", "noded")
+        ds = by_key()["DaemonSet/mindx-dl/noded"].inputs
         assert ds["spec"]["template"]["spec"]["imagePullSecrets"] == [{"name": "regcred"}]
 
-    return settled(component, check)
+    return done(c, check)
 
 
 def test_pull_secret_without_a_name_is_refused() -> None:
-    args = MindClusterSchedulerArgs(scheduler_plan(), docker_config_json="{}")
     with pytest.raises(pulumi.RunError, match="image_pull_secrets"):
-        MindClusterScheduler("nosecretname", args)
-
-
-# --- the program (__main__.py) ----------------------------------------------------------------------
-
-
-def run_program(config: Dict[str, str]) -> Any:
-    pulumi.runtime.set_all_config({f"project:{k}": v for k, v in config.items()})
-    try:
-        return runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
-    finally:
-        pulumi.runtime.set_all_config({})
-
-
-def _example() -> Optional[Path]:
-    path = ROOT / "examples" / "pytorch-process-recovery.yaml"
-    return path if path.exists() else None
-
-
-@pulumi_test
-def test_program_deploys_the_example_profile(fresh: None) -> Any:
-    example = _example()
-    if example is None:
-        pytest.skip("examples/pytorch-process-recovery.yaml not present")
-    program = run_program({"profile": str(example)})
-    stack = program["stack"]
-
-    def check(_: Any) -> None:
-        assert not [r for r in MOCKS.resources if r.typ == "pulumi:providers:kubernetes"]
-        ds = inputs_of("DaemonSet", "ascend-device-plugin-daemonset-910")
-        assert "-hotReset=2" in container_args(ds)
-
-    return settled(stack, check)
-
-
-@pulumi_test
-def test_program_makes_one_provider_from_config(fresh: None) -> Any:
-    example = _example()
-    if example is None:
-        pytest.skip("examples/pytorch-process-recovery.yaml not present")
-    program = run_program({"profile": str(example), "context": "ascend-prod"})
-    stack = program["stack"]
-
-    def check(_: Any) -> None:
-        providers = [r for r in MOCKS.resources if r.typ == "pulumi:providers:kubernetes"]
-        assert len(providers) == 1 and providers[0].inputs.get("context") == "ascend-prod"
-        children = MOCKS.kubernetes()
-        assert children and all(r.provider and "pulumi:providers:kubernetes" in r.provider for r in children)
-
-    return settled(stack, check)
-
-
-def test_program_reports_a_bad_profile_as_one_error(tmp_path: Path) -> None:
-    bad = tmp_path / "bad.yaml"
-    bad.write_text("cluster:\n  name: x\n  mindcluster: '7.3.0'\n  no_such_key: 1\n")
-    with pytest.raises(pulumi.RunError, match=r"bad.yaml: cluster: unknown key"):
-        run_program({"profile": str(bad)})
-
-
-def test_program_lists_the_violations_of_an_invalid_profile(tmp_path: Path) -> None:
-    import yaml
-
-    example = _example()
-    if example is None:
-        pytest.skip("examples/pytorch-process-recovery.yaml not present")
-    profile = yaml.safe_load(example.read_text())
-    recovery = profile["jobs"][0].setdefault("recovery", {})
-    recovery["fault_retry_times"] = 3
-    recovery["restart_policy"] = "OnFailure"  # fault-retry-times needs Never (YAMLCFG)
-    bad = tmp_path / "invalid.yaml"
-    bad.write_text(yaml.safe_dump(profile))
-    pattern = r"invalid \(1 error, 0 warnings\): ERROR \[retry-restart-policy\]"
-    with pytest.raises(pulumi.RunError, match=pattern) as info:
-        run_program({"profile": str(bad)})
-    assert "\n" not in str(info.value)
+        component("nosecretname", scheduler=scheduler_plan(), docker_config_json="{}")

@@ -1,0 +1,116 @@
+"""``RuntimeImage``: the training runtime image of one job, built with pulumi-docker-build, or a
+prebuilt reference from stack config.
+
+The build context comes from ``resumable.runtime.context.prepare_context(plan, job, out_dir)``
+(the Dockerfile of images/runtime/, this project's source, the vendor wheel files checked against
+their sha256, the profile; the contract is in the developers' guide). The image is pushed to the
+configured registry (credentials are Pulumi secrets) and :attr:`RuntimeImage.ref` is the pushed
+reference **with its digest**, which the jobs run: a re-push of the tag never changes a running job.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Callable, List, Optional
+
+import pulumi
+
+from resumable.errors import ResumableError
+from resumable.plan.model import Plan
+
+TYPE_TOKEN = "ascend-resumable:stack:RuntimeImage"
+#: ``docker buildx`` platforms by the plan's CPU architecture.
+PLATFORMS = {"aarch64": "linux/arm64", "x86_64": "linux/amd64"}
+
+ContextFactory = Callable[[Plan, str, str], Any]
+
+
+def default_context_factory() -> ContextFactory:
+    """``resumable.runtime.context.prepare_context`` (issue 8); imported when a build is needed."""
+    try:
+        from resumable.runtime.context import prepare_context  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:  # pragma: no cover - only before the runtime package has it
+        raise pulumi.RunError(
+            "this version of resumable cannot prepare an image build context (resumable.runtime.context "
+            "is missing); set config images.<job> to a prebuilt reference"
+        ) from None
+    factory: ContextFactory = prepare_context
+    return factory
+
+
+@dataclasses.dataclass
+class RuntimeImageArgs:
+    """Inputs of :class:`RuntimeImage`."""
+
+    plan: Plan
+    #: the job whose image this is
+    job: str
+    #: a prebuilt reference (``registry/name:tag`` or ``...@sha256:...``): nothing is built
+    prebuilt: Optional[str] = None
+    #: the references the build pushes (the first one is exported with the digest)
+    tags: List[str] = dataclasses.field(default_factory=list)
+    push: bool = True
+    #: registry address the credentials are for (e.g. ``registry.example.com``)
+    registry: Optional[str] = None
+    username: Optional[pulumi.Input[str]] = None
+    password: Optional[pulumi.Input[str]] = None
+    #: where build contexts are prepared (``<context_dir>/<job>``)
+    context_dir: str = os.path.join("build", "image-context")
+    #: ``prepare_context`` (tests pass a stand-in that honours the same contract)
+    prepare: Optional[ContextFactory] = None
+
+
+class RuntimeImage(pulumi.ComponentResource):
+    """The job's training image; :attr:`ref` is what the job runs."""
+
+    ref: pulumi.Output[str]
+
+    def __init__(self, name: str, args: RuntimeImageArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        super().__init__(TYPE_TOKEN, name, None, opts)
+        self.image: Optional[pulumi.CustomResource] = None
+        self.context: Any = None
+        if args.prebuilt:
+            self.ref = pulumi.Output.from_input(args.prebuilt)
+        else:
+            self.ref = self._build(name, args)
+        self.register_outputs({"ref": self.ref})
+
+    def _build(self, name: str, args: RuntimeImageArgs) -> pulumi.Output[str]:
+        import pulumi_docker_build as docker_build
+
+        if not args.tags:
+            raise pulumi.RunError(
+                f"RuntimeImage {name}: job {args.job} has no image reference to push to; set jobs[].image.name "
+                "in the profile, or config imageRegistry, or config images to a prebuilt reference"
+            )
+        prepare = args.prepare or default_context_factory()
+        out_dir = os.path.join(args.context_dir, args.job)
+        try:
+            ctx = prepare(args.plan, args.job, out_dir)
+        except ResumableError as exc:
+            raise pulumi.RunError(f"RuntimeImage {name}: {exc}") from None
+        self.context = ctx
+        registries = []
+        if args.registry:
+            registries.append(
+                docker_build.RegistryArgs(
+                    address=args.registry,
+                    username=args.username,
+                    password=pulumi.Output.secret(args.password) if args.password is not None else None,
+                )
+            )
+        platform = PLATFORMS[args.plan.scheduler.arch]
+        self.image = docker_build.Image(
+            f"{name}-image",
+            context=docker_build.BuildContextArgs(location=ctx.path),
+            dockerfile=docker_build.DockerfileArgs(location=os.path.join(ctx.path, ctx.dockerfile)),
+            build_args=dict(ctx.build_args),
+            platforms=[docker_build.Platform(platform)],
+            tags=list(args.tags),
+            push=args.push,
+            registries=registries or None,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        ref: pulumi.Output[str] = self.image.ref
+        return ref

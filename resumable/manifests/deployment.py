@@ -1,0 +1,160 @@
+"""The whole deployment of a plan: the scheduling stack, shared storage, the training image's
+build spec and the jobs, as stages of plain Kubernetes objects.
+
+``resumable render`` writes :meth:`Deployment.objects`; the Pulumi program deploys the same
+stages through its components (``components/``), the scheduler stages first. One function builds
+both, so a rendered directory and a ``pulumi up`` never disagree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence
+
+from .. import constants as C
+from ..errors import ResumableError
+from ..plan.model import JobPlan, Plan
+from . import jobs, storage
+from .k8s import Obj, meta, namespace
+from .scheduler import Stage, build_stages
+
+#: Namespaces that exist in every cluster or that the scheduling stack creates.
+EXISTING_NAMESPACES = frozenset(
+    {
+        "default",
+        "kube-system",
+        C.NAMESPACE_MINDX_DL,
+        C.NAMESPACE_CLUSTER_SYSTEM,
+        C.NAMESPACE_VOLCANO,
+        C.NAMESPACE_NPU_EXPORTER,
+    }
+)
+#: A profile is a few kilobytes; the ConfigMap that carries it must stay far below 1 MiB.
+PROFILE_MAX_BYTES = 256 * 1024
+IMAGE_SPEC_PREFIX = "resumable-image-"
+IMAGE_SPEC_KEY = "build.json"
+PART_OF = {"app.kubernetes.io/part-of": "ascend-resumable"}
+
+STORAGE_STAGE = "storage"
+WORKLOAD_NAMESPACES_STAGE = "workload-namespaces"
+JOBS_STAGE = "jobs"
+
+
+class Deployment(NamedTuple):
+    stages: List[Stage]
+
+    def objects(self) -> List[Obj]:
+        return [obj for stage in self.stages for obj in stage.objects]
+
+    def stage(self, name: str) -> Stage:
+        for s in self.stages:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+
+def default_image(plan: Plan, job: JobPlan) -> str:
+    """The reference a job runs when nothing else names one: the profile's ``image.name``, else a
+    local name the build spec tags (``ascend-resumable/<job>:<release>``)."""
+    if job.image.name:
+        return job.image.name
+    return "ascend-resumable/%s:%s" % (job.name, plan.scheduler.release)
+
+
+def read_profile_text(plan: Plan) -> str:
+    """The profile the plan came from, for the ConfigMap ``resumable launch`` reads in the pod."""
+    path = plan.profile
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise ResumableError("is not a regular file", path, "Name the profile file.")
+        if info.st_size > PROFILE_MAX_BYTES:
+            raise ResumableError(
+                "is larger than %d bytes and cannot travel in a ConfigMap" % PROFILE_MAX_BYTES,
+                path,
+                "Keep the profile to its settings.",
+            )
+        with open(path, encoding="utf-8") as handle:
+            return handle.read(PROFILE_MAX_BYTES + 1)
+    except OSError as exc:
+        raise ResumableError(
+            "cannot be read again (%s)" % exc, path, "Keep the file in place while rendering."
+        ) from None
+
+
+def workload_namespaces(plan: Plan) -> List[Obj]:
+    names = sorted({j.namespace for j in plan.jobs} - EXISTING_NAMESPACES)
+    return [namespace(n, labels=PART_OF) for n in names]
+
+
+def image_build_spec(job: JobPlan, image: str) -> Dict[str, object]:
+    """What to build for the job's image: the base, the vendor wheels (files with sha256, never a
+    package index), the run.py patch, and the reference the job runs. ``resumable image context``
+    turns it into a build context."""
+    img = job.image
+    return {
+        "job": job.name,
+        "image": image,
+        "base": img.base,
+        "framework": img.framework,
+        "context": "resumable image context <profile> --job %s --out <dir>" % job.name,
+        "wheels": [
+            {
+                "name": w.name,
+                "version": w.version,
+                "file": os.path.basename(w.file) if w.file else None,
+                "url": w.url,
+                "sha256": w.sha256,
+            }
+            for w in img.wheels
+        ],
+        "runpy_patch": img.runpy_patch,
+        "runpy_anchor": img.runpy_anchor,
+        "user": img.user,
+        "uid": img.uid,
+    }
+
+
+def image_build_config_map(job: JobPlan, image: str) -> Obj:
+    """The build spec as a ConfigMap beside the job: ``kubectl apply -f`` of a rendered directory
+    still works, and the cluster records which recipe the running image came from."""
+    text = json.dumps(image_build_spec(job, image), indent=2, sort_keys=True) + "\n"
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": meta(IMAGE_SPEC_PREFIX + job.name, job.namespace, labels=PART_OF),
+        "data": {IMAGE_SPEC_KEY: text},
+    }
+
+
+def job_objects(plan: Plan, job: JobPlan, image: str, profile_text: str) -> List[Obj]:
+    return [image_build_config_map(job, image), *jobs.objects(job, image, profile_text)]
+
+
+def build_deployment(
+    plan: Plan,
+    crd_sources: Optional[Sequence[str]] = None,
+    images: Optional[Mapping[str, str]] = None,
+    job_images: Optional[Mapping[str, str]] = None,
+    profile_text: Optional[str] = None,
+) -> Deployment:
+    """Scheduler stages (see :func:`~resumable.manifests.scheduler.build_stages`), then the
+    namespaces of the jobs, the shared storage, and per job its image build spec, ConfigMaps and
+    the job. ``job_images``: the reference each job runs (default :func:`default_image`);
+    ``profile_text``: the profile's text for the ConfigMap (default: read from ``plan.profile``)."""
+    stages = build_stages(plan.scheduler, crd_sources=crd_sources, images=images)
+    text = profile_text if profile_text is not None else read_profile_text(plan)
+    chosen = dict(job_images or {})
+    workloads: List[Obj] = []
+    for job in plan.jobs:
+        workloads += job_objects(plan, job, chosen.get(job.name) or default_image(plan, job), text)
+    return Deployment(
+        [
+            *stages,
+            Stage(WORKLOAD_NAMESPACES_STAGE, workload_namespaces(plan)),
+            Stage(STORAGE_STAGE, storage.objects(plan.storage)),
+            Stage(JOBS_STAGE, workloads),
+        ]
+    )

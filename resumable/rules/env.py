@@ -1,0 +1,57 @@
+"""The container environment: env entries that contradict the profile fields owning them."""
+
+from __future__ import annotations
+
+from typing import Dict, Iterable
+
+from ..envtable import OWNERS, Setting, agrees, derived_env, unset_conflicts
+from ..facts import JobFacts
+from ..profile import Profile
+from .base import Finding, job_rule
+
+
+@job_rule(
+    "env-contradicts-profile",
+    "An env entry for a variable the plan owns agrees with the profile field that owns it",
+    "RTO 表1; RTO 表10; RT04 Table 3; PROJECT (one table: env variable -> owning field, docs/profile.md)",
+)
+def env_contradicts_profile(profile: Profile, f: JobFacts) -> Iterable[Finding]:
+    """A recovery setting is checked the same whether it is written as a profile field or in env: where
+    the field is left to the plan (auto, null) the env value is read as the field and every rule
+    checks it; where the field, or what the plan derives from other fields, fixes a value, env
+    must say the same. Otherwise one of the two would silently win: the plan never drops or
+    overrides what the user wrote."""
+    for c in f.env_conflicts:
+        yield Finding(
+            ["%s.env.%s" % (f.path, c.name), *("%s.%s" % (f.path, x) for x in c.fields)],
+            c.message,
+            c.fix,
+        )
+    derived: Dict[str, Setting] = {s.name: s for s in derived_env(f)}
+    user = f.declared.env
+    lifted = set(f.origins.values())
+    for name, setting in derived.items():
+        if name not in user or name in lifted or agrees(name, user[name], setting):
+            continue
+        owner = OWNERS[name]
+        if setting.field_path is not None:
+            yield Finding(
+                ["%s.env.%s" % (f.path, name)],
+                "env sets %s=%s but each pod needs its own %s (%s)"
+                % (name, user[name], setting.field_path, setting.reason),
+                "Remove %s from env; the plan sets it from the downward API." % name,
+            )
+            continue
+        fields = [x.strip() for x in owner.field.split(",") if x.strip()]
+        yield Finding(
+            ["%s.env.%s" % (f.path, name), *("%s.%s" % (f.path, x) for x in fields)],
+            "env %s=%s contradicts what %s gives: %s (%s)"
+            % (name, user[name], owner.field, setting.value, setting.reason),
+            "Remove %s from env, or change %s so that the plan sets what you need." % (name, owner.field),
+        )
+    for c in unset_conflicts(f, derived):
+        yield Finding(
+            ["%s.env.%s" % (f.path, c.name), *("%s.%s" % (f.path, x) for x in c.fields)],
+            c.message,
+            c.fix,
+        )

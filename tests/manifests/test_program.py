@@ -1,0 +1,313 @@
+"""The Pulumi program (__main__.py) under mocks, once per example stack (Pulumi.<name>.yaml).
+
+Expectations are written out here per example (what the profile asks for, read by a person, not
+computed by the builders): the workload namespaces, shared volumes and claims, ConfigMaps, job
+kind and replicas, and whether the image is built (and pushed where) or taken from config.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, List, NamedTuple, Optional, Set
+
+import pulumi
+import pytest
+
+from .crdschema import validate_cr
+from .facts import first, load_objects
+from .pulumi_mocks import (
+    ROOT,
+    SECRET_SIG,
+    image_digest,
+    install_stub_context,
+    kubernetes_objects,
+    pulumi_test,
+    registered,
+    reset,
+    run_program,
+    stack_config,
+    stack_files,
+)
+from .upstream import release_dir
+
+
+class Expected(NamedTuple):
+    release: str  # the upstream folder whose CRDs the custom resources must satisfy
+    kube: str
+    namespaces: Set[str]  # created for the jobs
+    volumes: Set[str]  # PersistentVolumes (NFS)
+    claims: Set[str]  # namespace/name
+    config_maps: Set[str]  # namespace/name
+    job: str  # Kind/namespace/name
+    replicas: Dict[str, int]
+    built: Optional[str]  # the tag pushed, None: a prebuilt reference from config
+
+
+EXPECTED: Dict[str, Expected] = {
+    "pytorch-process-recovery": Expected(
+        "7.3.0",
+        "1.28",
+        {"training"},
+        {"a2-cluster-op-cache-training", "a2-cluster-checkpoints-training"},
+        {"training/a2-cluster-op-cache", "training/a2-cluster-checkpoints"},
+        {
+            "training/resumable-image-llama-pretrain",
+            "training/resumable-profile-llama-pretrain",
+            "training/reset-config-llama-pretrain",
+        },
+        "AscendJob/training/llama-pretrain",
+        {"Master": 1, "Worker": 3},
+        "registry.example.com/ai/mindspeed-llm:2.3.0",
+    ),
+    "mindspore-process-recovery": Expected(
+        "7.3.0",
+        "1.28",
+        {"training"},
+        set(),
+        {"training/a2-ms-op-cache", "training/a2-ms-checkpoints"},
+        {
+            "training/resumable-image-qwen-mindformers",
+            "training/resumable-profile-qwen-mindformers",
+            "training/reset-config-qwen-mindformers",
+        },
+        "AscendJob/training/qwen-mindformers",
+        {"Scheduler": 1, "Worker": 2},
+        "registry.example.com/ai/qwen-mindformers:7.3.0",
+    ),
+    "pytorch-pod-rescheduling": Expected(
+        "7.3.0",
+        "1.28",
+        {"training"},
+        {"a2-pod-checkpoints-training"},
+        {"training/a2-pod-checkpoints"},
+        {
+            "training/resumable-image-gpt-pod-level",
+            "training/resumable-profile-gpt-pod-level",
+            "training/reset-config-gpt-pod-level",
+        },
+        "AscendJob/training/gpt-pod-level",
+        {"Master": 1, "Worker": 1},
+        "registry.example.com/ai/gpt-pod-level:7.3.0",
+    ),
+    "job-level-minimal": Expected(
+        "6.0.0",
+        "1.25",
+        set(),
+        {"ascend-checkpoints-default"},
+        {"default/ascend-checkpoints"},
+        {"default/resumable-image-bert-job-level", "default/resumable-profile-bert-job-level"},
+        "AscendJob/default/bert-job-level",
+        {"Master": 1, "Worker": 1},
+        None,
+    ),
+    "legacy-6.0-pod-rescheduling": Expected(
+        "6.0.0",
+        "1.25",
+        set(),
+        {"ascend-checkpoints-default"},
+        {"default/ascend-checkpoints"},
+        {
+            "default/resumable-image-llama2-legacy",
+            "default/resumable-profile-llama2-legacy",
+            "default/reset-config-llama2-legacy",
+        },
+        "AscendJob/default/llama2-legacy",
+        {"Master": 1, "Worker": 1},
+        None,
+    ),
+}
+STACKS = [p.name[len("Pulumi.") : -len(".yaml")] for p in stack_files()]
+
+
+def test_one_stack_per_example() -> None:
+    examples = sorted(p.stem for p in (ROOT / "examples").glob("*.yaml"))
+    assert sorted(STACKS) == examples
+    assert sorted(EXPECTED) == examples
+    for name in STACKS:
+        assert stack_config(ROOT / f"Pulumi.{name}.yaml")["ascend-resumable:profile"] == f"examples/{name}.yaml"
+
+
+def test_default_providers_disabled_and_requirements_beside_the_project() -> None:
+    import yaml
+
+    project = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
+    assert project["config"]["pulumi:disable-default-providers"]["value"] == ["kubernetes"]
+    assert project["runtime"]["options"] == {"toolchain": "pip", "virtualenv": ".venv"}
+    reqs = [line.split("==")[0].strip() for line in (ROOT / "requirements.txt").read_text().splitlines()]
+    assert {"pulumi", "pulumi-kubernetes", "pulumi-docker-build", "-e ."} <= set(reqs)
+    assert project["config"]["kubeconfig"]["secret"] is True
+
+
+@pytest.fixture
+def program(monkeypatch: Any, tmp_path: Path) -> Any:
+    reset()
+    install_stub_context(monkeypatch, tmp_path)
+
+    def run(name: str, extra: Optional[Dict[str, Any]] = None, secrets: Optional[List[str]] = None) -> Any:
+        config = {**stack_config(ROOT / f"Pulumi.{name}.yaml"), **(extra or {})}
+        return run_program(config, secrets)["deployment"]
+
+    return run
+
+
+def done(deployment: Dict[str, Any], check: Any) -> Any:
+    """Run ``check`` once every child of every component is registered."""
+    children: List[Any] = []
+    for part in ("scheduler", "storage", "jobs"):
+        children += list(deployment[part].resources.values())
+    children += [i.image for i in deployment["images"].values() if i.image is not None]
+    waits = [c.urn for c in children] + [i.ref for i in deployment["images"].values()]
+    return pulumi.Output.all(*waits).apply(check)
+
+
+def keys(kind: str) -> Set[str]:
+    out = set()
+    for r in kubernetes_objects():
+        if r.inputs["kind"] == kind:
+            meta = r.inputs["metadata"]
+            out.add(f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta["name"])
+    return out
+
+
+def components_of(type_suffix: str) -> List[Any]:
+    return [r for r in registered() if r.type.endswith(type_suffix)]
+
+
+@pytest.mark.parametrize("name", STACKS)
+@pulumi_test
+def test_resource_graph(program: Any, name: str) -> Any:
+    exp = EXPECTED[name]
+    deployment = program(name)
+
+    def check(_: Any) -> None:
+        by_type: Dict[str, int] = {}
+        for r in registered():
+            by_type[r.type] = by_type.get(r.type, 0) + 1
+        assert by_type["pulumi:providers:kubernetes"] == 1
+        assert by_type["ascend-resumable:stack:MindClusterScheduler"] == 1
+        assert by_type["ascend-resumable:stack:SharedStorage"] == 1
+        assert by_type["ascend-resumable:stack:TrainingJobs"] == 1
+        assert by_type["ascend-resumable:stack:RuntimeImage"] == 1
+        assert by_type.get("docker-build:index:Image", 0) == (1 if exp.built else 0)
+        created_ns = keys("Namespace") - {"mindx-dl", "cluster-system", "volcano-system", "npu-exporter"}
+        assert created_ns - {"volcano-monitoring"} == exp.namespaces
+        assert keys("PersistentVolume") == exp.volumes
+        assert keys("PersistentVolumeClaim") == exp.claims
+        stack_cms = {
+            k for k in keys("ConfigMap") if k.split("/")[0] in ("volcano-system", "mindx-dl", "cluster-system")
+        }
+        assert keys("ConfigMap") - stack_cms == exp.config_maps
+        jobs = [r for r in kubernetes_objects() if r.inputs["kind"] in ("AscendJob", "Job")]
+        assert [r.key for r in jobs] == [exp.job]
+        assert {k: v["replicas"] for k, v in jobs[0].inputs["spec"]["replicaSpecs"].items()} == exp.replicas
+
+    return done(deployment, check)
+
+
+@pytest.mark.parametrize("name", STACKS)
+@pulumi_test
+def test_wiring_provider_parents_dependencies_retain(program: Any, name: str) -> Any:
+    deployment = program(name)
+
+    def check(_: Any) -> None:
+        regs = registered()
+        provider = next(r for r in regs if r.type == "pulumi:providers:kubernetes")
+        urns = {r.type: r.urn for r in regs if r.type.startswith("ascend-resumable:")}
+        for r in kubernetes_objects():
+            assert r.request.provider.startswith(provider.urn + "::"), f"{r.key} not on the explicit provider"
+            assert r.request.parent in urns.values(), f"{r.key} is not a component's child"
+        objs = {r.key: r for r in kubernetes_objects()}
+        job = next(r for r in kubernetes_objects() if r.inputs["kind"] in ("AscendJob", "Job"))
+        waits = set(job.request.dependencies)
+        for needed in (
+            "CustomResourceDefinition/ascendjobs.mindxdl.gitee.com",
+            "Deployment/mindx-dl/ascend-operator-manager",
+        ):
+            assert objs[needed].urn in waits, f"{job.key} does not wait for {needed}"
+        for claim in keys("PersistentVolumeClaim"):
+            assert objs["PersistentVolumeClaim/" + claim].urn in waits, f"{job.key} does not wait for {claim}"
+        for cm in [r for r in kubernetes_objects() if r.request.parent == job.request.parent]:
+            if cm.inputs["kind"] == "ConfigMap" and cm.key.split("/")[1] == job.key.split("/")[1]:
+                assert cm.urn in job.request.dependencies, f"{job.key} does not wait for {cm.key}"
+        for key, r in objs.items():
+            kind = r.inputs["kind"]
+            keep = kind in ("Namespace", "CustomResourceDefinition", "PersistentVolume", "PersistentVolumeClaim")
+            assert bool(r.request.retainOnDelete) == keep, key
+            if kind == "PersistentVolumeClaim" and r.inputs["spec"].get("volumeName"):
+                pv = objs["PersistentVolume/" + r.inputs["spec"]["volumeName"]]
+                assert pv.urn in r.request.dependencies
+
+    return done(deployment, check)
+
+
+@pytest.mark.parametrize("name", STACKS)
+@pulumi_test
+def test_job_runs_the_image_digest_or_the_configured_reference(program: Any, name: str) -> Any:
+    exp = EXPECTED[name]
+    config = stack_config(ROOT / f"Pulumi.{name}.yaml")
+    deployment = program(name)
+    (job_name,) = list(deployment["images"])
+
+    def check(_: Any) -> None:
+        built = [r for r in registered() if r.type == "docker-build:index:Image"]
+        if exp.built:
+            (image,) = built
+            assert image.inputs["tags"] == [exp.built]
+            assert image.inputs["push"] is True
+            wanted = f"{exp.built}@{image_digest(image.request.name)}"
+            arch = "linux/arm64" if "arch: aarch64" in (ROOT / f"examples/{name}.yaml").read_text() else "linux/amd64"
+            assert image.inputs["platforms"] == [arch]
+        else:
+            assert built == []
+            wanted = config["ascend-resumable:images"][job_name]
+        job = next(r for r in kubernetes_objects() if r.inputs["kind"] in ("AscendJob", "Job"))
+        for spec in job.inputs["spec"]["replicaSpecs"].values():
+            assert spec["template"]["spec"]["containers"][0]["image"] == wanted
+        record = next(r for r in kubernetes_objects() if r.key.endswith("/resumable-image-" + job_name))
+        assert f'"image": "{wanted}"' in record.inputs["data"]["build.json"]
+
+    return done(deployment, check)
+
+
+@pytest.mark.parametrize("name", STACKS)
+@pulumi_test
+def test_every_object_validates(program: Any, name: str) -> Any:
+    import kubernetes_validate
+
+    exp = EXPECTED[name]
+    root = release_dir(exp.release)
+    crds = {
+        "AscendJob": first(load_objects(root / "ascend-operator.yaml"), "CustomResourceDefinition"),
+        "Job": first(load_objects(root / "volcano-v1.9.0.yaml"), "CustomResourceDefinition", "jobs.batch.volcano.sh"),
+    }
+    deployment = program(name)
+
+    def check(_: Any) -> None:
+        for r in kubernetes_objects():
+            obj = dict(r.inputs)
+            if obj["kind"] in crds and obj["apiVersion"].endswith(("mindxdl.gitee.com/v1", "volcano.sh/v1alpha1")):
+                assert validate_cr(obj, crds[obj["kind"]]) == [], r.key
+            else:
+                kubernetes_validate.validate(obj, exp.kube, strict=True)
+
+    return done(deployment, check)
+
+
+@pulumi_test
+def test_secrets_stay_secret(program: Any) -> Any:
+    deployment = program(
+        "mindspore-process-recovery",
+        {"kubeconfig": "apiVersion: v1\nkind: Config\n", "registryPassword": "hunter2"},
+        secrets=["kubeconfig", "registryPassword"],
+    )
+
+    def check(_: Any) -> None:
+        provider = next(r for r in registered() if r.type == "pulumi:providers:kubernetes")
+        assert SECRET_SIG in str(provider.inputs.get("kubeconfig"))
+        image = next(r for r in registered() if r.type == "docker-build:index:Image")
+        registries = image.inputs["registries"]
+        assert SECRET_SIG in registries, "the registry password travels in plain text"
+        (registry,) = registries["value"]
+        assert registry["address"] == "registry.example.com" and registry["username"] == "robot-ascend"
+
+    return done(deployment, check)

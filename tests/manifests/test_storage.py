@@ -1,0 +1,81 @@
+"""Shared storage objects: NFS volumes pre-bound to their claims with reclaim policy Retain, or
+ReadWriteMany claims from a StorageClass; one claim per job namespace; sizes from the profile."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+import kubernetes_validate
+import yaml
+
+from resumable.api import load_plan_text
+from resumable.manifests import storage
+
+PROFILE = """
+cluster: {name: c1, mindcluster: "7.3.0", kubernetes: "1.28"}
+storage:
+  %s
+  cache_size: 500Gi
+  checkpoint_size: 3Ti
+jobs:
+  - name: a
+    namespace: team-a
+    image: {framework: pytorch, torch: "2.1.0", framework_pt_adapter: "6.0.0", cann: "8.0.0"}
+    compile: {mode: cache}
+    ranktable: false
+  - name: b
+    namespace: team-b
+    image: {framework: pytorch, torch: "2.1.0", framework_pt_adapter: "6.0.0", cann: "8.0.0"}
+"""
+NFS = "nfs: {server: 192.0.2.10, path: /exports/ascend/}"
+CLASS = "storage_class: cephfs"
+
+
+def objects(store: str) -> List[Dict[str, Any]]:
+    plan = load_plan_text(PROFILE % store, "<storage>")
+    return storage.objects(plan.storage)
+
+
+def by(objs: List[Dict[str, Any]], kind: str) -> Dict[str, Dict[str, Any]]:
+    return {f"{o['metadata'].get('namespace', '')}/{o['metadata']['name']}": o for o in objs if o["kind"] == kind}
+
+
+def test_nfs_volumes_are_retained_and_pre_bound() -> None:
+    objs = objects(NFS)
+    pvs = by(objs, "PersistentVolume")
+    claims = by(objs, "PersistentVolumeClaim")
+    assert sorted(claims) == ["team-a/c1-checkpoints", "team-a/c1-op-cache", "team-b/c1-checkpoints"]
+    assert len(pvs) == 3
+    for key, claim in claims.items():
+        ns, name = key.split("/")
+        pv = pvs["/" + claim["spec"]["volumeName"]]
+        assert pv["spec"]["claimRef"] == {"namespace": ns, "name": name}
+        assert pv["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+        assert pv["spec"]["accessModes"] == claim["spec"]["accessModes"] == ["ReadWriteMany"]
+        assert pv["spec"]["storageClassName"] == claim["spec"]["storageClassName"] == ""
+        size = "500Gi" if name.endswith("op-cache") else "3Ti"
+        assert pv["spec"]["capacity"]["storage"] == claim["spec"]["resources"]["requests"]["storage"] == size
+        sub = "op-cache" if name.endswith("op-cache") else "checkpoints"
+        assert pv["spec"]["nfs"] == {"server": "192.0.2.10", "path": f"/exports/ascend/{sub}"}
+    for o in objs:
+        kubernetes_validate.validate(o, "1.28", strict=True)
+
+
+def test_storage_class_claims_only() -> None:
+    objs = objects(CLASS)
+    assert by(objs, "PersistentVolume") == {}
+    claims = by(objs, "PersistentVolumeClaim")
+    assert len(claims) == 3
+    for claim in claims.values():
+        assert claim["spec"]["storageClassName"] == "cephfs" and "volumeName" not in claim["spec"]
+        assert claim["spec"]["accessModes"] == ["ReadWriteMany"]
+        kubernetes_validate.validate(claim, "1.28", strict=True)
+
+
+def test_no_shared_storage_no_objects() -> None:
+    text = PROFILE % NFS
+    doc = yaml.safe_load(text)
+    doc["storage"] = {}
+    doc["jobs"][0]["compile"] = {"mode": "binaries"}
+    plan = load_plan_text(yaml.safe_dump(doc), "<none>")
+    assert storage.objects(plan.storage) == []

@@ -1,0 +1,74 @@
+"""Run __main__.py under Pulumi mocks with one example stack's config, inside whatever Python runs
+this file (the fresh virtualenv test runs it with the venv built from requirements.txt).
+
+usage: python tests/manifests/venv_runner.py STACK   -> prints a JSON summary of what registered
+"""
+
+from __future__ import annotations
+
+import json
+import runpy
+import sys
+import tempfile
+import types
+from pathlib import Path
+from typing import Any, Dict
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # the program's directory, as Pulumi's language host has it
+sys.path.insert(1, str(ROOT / "tests"))  # the test helpers, as pytest imports them
+
+import pulumi  # noqa: E402
+import yaml  # noqa: E402
+
+from manifests.pulumi_mocks import (  # noqa: E402
+    MOCKS,
+    PROJECT,
+    project_defaults,
+    pulumi_test,
+    stack_config,
+    stub_prepare_context,
+)
+
+
+def main(stack: str) -> Dict[str, Any]:
+    scratch = tempfile.mkdtemp(prefix="resumable-venv-run.")
+
+    def prepare(plan: Any, job: str, out_dir: str) -> Any:
+        return stub_prepare_context(plan, job, str(Path(scratch) / out_dir))
+
+    module = types.ModuleType("resumable.runtime.context")
+    module.prepare_context = prepare  # type: ignore[attr-defined]
+    sys.modules["resumable.runtime.context"] = module
+    # no cluster here: the node check is tested with a fake API server in test_readiness.py
+    config = {**project_defaults(), **stack_config(ROOT / f"Pulumi.{stack}.yaml"), "checkNodes": "false"}
+    values = {
+        k if ":" in k else f"{PROJECT}:{k}": v if isinstance(v, str) else json.dumps(v) for k, v in config.items()
+    }
+    pulumi.runtime.set_all_config(values)
+    summary: Dict[str, Any] = {}
+
+    @pulumi_test
+    def run() -> Any:
+        deployment = runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")["deployment"]
+        children = [r for part in ("scheduler", "storage", "jobs") for r in deployment[part].resources.values()]
+
+        def record(_: Any) -> None:
+            types_: Dict[str, int] = {}
+            for r in MOCKS.resources:
+                types_[r.typ] = types_.get(r.typ, 0) + 1
+            summary["types"] = types_
+            summary["modules"] = {
+                name: getattr(sys.modules[name], "__file__", "")
+                for name in ("pulumi", "pulumi_kubernetes", "pulumi_docker_build", "resumable")
+            }
+
+        return pulumi.Output.all(*[c.urn for c in children]).apply(record)
+
+    run()
+    return summary
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(sys.argv[1]), sort_keys=True))
+    yaml.safe_dump({})  # PyYAML comes with the project (its only runtime dependency)
