@@ -40,8 +40,8 @@ NODE_LABEL_HOST_ARCH = "host-arch"
 NODE_LABEL_ACCELERATOR = "accelerator"
 NODE_LABEL_ACCELERATOR_TYPE = "accelerator-type"
 NODE_LABEL_NODED_ENABLE = "nodeDEnable"
-#: Inference servers carry server-usage=infer besides their accelerator-type (INST01 Table 1;
-#: node-prep.md 3.4: Atlas 800I A2 and 800I A3).
+#: Inference servers carry server-usage=infer besides their accelerator-type (INST01 Table 1: Atlas
+#: 800I A2 and 800I A3).
 NODE_LABEL_SERVER_USAGE = "server-usage"
 SERVER_USAGE_INFER = "infer"
 #: Products (as the npu_facts Ansible module names them from the PCI subsystem ids) that are
@@ -133,7 +133,8 @@ RESET_CONFIG_VOLUME = "reset-config"
 RINGS_CONFIG_PREFIX = "rings-config-"
 RANKTABLE_FILE = "hccl.json"
 #: The device plugin mounts /etc/vnpu.cfg as hostPath type File: it must exist before the pod starts
-#: (the driver installer creates it, mode 0600; node-prep.md 2.2 and 3.9).
+#: (MC:component/ascend-device-plugin/build/ascendplugin-volcano.yaml; the driver installer creates it,
+#: mode 0600).
 VNPU_CFG = "/etc/vnpu.cfg"
 
 # --- Ascend Docker Runtime (INST02; MC component/ascend-docker-runtime) -----------------------------------
@@ -148,9 +149,9 @@ ASCEND_RUNTIME_BINARY = "ascend-docker-runtime"
 DEVICE_PLUGIN_APP_LABEL = "ascend-device-plugin-ds"
 
 # --- NFS client mounts on the nodes -----------------------------------------------------------------------
-#: nfs(5): "hard" (the default, spelled out) retries I/O until the server answers, so a server restart
+#: NFS5: "hard" (the default, spelled out) retries I/O until the server answers, so a server restart
 #: does not turn into write errors in a checkpoint; "_netdev" orders the mount after the network at boot.
-#: The NFS version is left to negotiation (nfs(5): the client picks the highest the server offers).
+#: The NFS version is left to negotiation (NFS5: the client picks the highest the server offers).
 NFS_MOUNT_OPTIONS = ("rw", "hard", "_netdev")
 
 # --- scheduler-component flags the resilience settings drive (INST04 Table 3; INST09; INST05 Table 3) -------

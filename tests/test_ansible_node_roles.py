@@ -253,7 +253,7 @@ WORKER = {
     "nodeDEnable": "on",
 }
 
-#: (PCI device, subsystem, board id) of a fixture product -> its profile -> the labels node-prep.md 3.4 lists
+#: (PCI device, subsystem, board id) of a fixture product -> its profile -> the labels INST01 Table 1 lists
 PRODUCTS: List[Tuple[Tuple[str, str, Optional[str]], Dict[str, str], Dict[str, str]]] = [
     (
         ("0xd802", "0x3000", "0x33"),
@@ -289,7 +289,7 @@ PRODUCTS: List[Tuple[Tuple[str, str, Optional[str]], Dict[str, str], Dict[str, s
 
 
 @pytest.mark.parametrize(("quad", "cluster", "expected"), PRODUCTS)
-def test_labels_of_each_fixture_product_follow_node_prep_3_4(
+def test_labels_of_each_fixture_product_follow_inst01_table_1(
     tmp_path: Path, quad: Tuple[str, str, Optional[str]], cluster: Dict[str, str], expected: Dict[str, str]
 ) -> None:
     plan = nodes_plan(**cluster)

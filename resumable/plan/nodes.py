@@ -33,7 +33,8 @@ def reserved_ports(profile: Profile, facts: List[JobFacts]) -> List[int]:
 
 def _users() -> List[Dict[str, Any]]:
     """HwHiAiUser runs the driver and the training processes, hwMindX the management components
-    (node-prep.md 3.2: hwMindX has nologin as its shell and is a member of group HwHiAiUser)."""
+    (INST01 Creating a User; APPX users: hwMindX has nologin as its shell and is a member of group
+    HwHiAiUser)."""
     return [
         {
             "name": C.USER_HWHIAI,
@@ -147,8 +148,8 @@ def build_nodes(profile: Profile, facts: List[JobFacts]) -> NodePlan:
                 "mode": "0600",
                 "owner": "root",
                 "where": "compute",
-                "reason": "device plugin hostPath type File (node-prep.md 3.9); created empty when missing, "
-                "as the driver installer does",
+                "reason": "device plugin hostPath type File (MC:component/ascend-device-plugin/build/"
+                "ascendplugin-volcano.yaml); created empty when missing, as the driver installer does",
             }
         ],
         ranktable_access=dict(RANKTABLE_ACCESS),

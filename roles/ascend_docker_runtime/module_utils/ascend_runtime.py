@@ -4,7 +4,7 @@
 Pure functions (no I/O), used by the ascend_runtime_config module and unit-tested on the
 controller. Facts behind them:
 
-- MindCluster INST02 / node-prep.md 3.6: Docker needs ``runtimes.ascend.path`` and
+- MindCluster INST02: Docker needs ``runtimes.ascend.path`` and
   ``"default-runtime": "ascend"`` in daemon.json; containerd a ``runtimes.ascend`` block
   (``runtime_type io.containerd.runc.v2``, ``options.BinaryName``) and
   ``default_runtime_name = "ascend"`` under the CRI plugin.
@@ -17,9 +17,9 @@ controller. Facts behind them:
   included) to ``ascend`` and sets BinaryName (containerd_process.go addRuntime); so do we,
   so that the cgroup driver of both runtimes agrees.
 - Drop-ins: containerd merges ``imports`` into the main file. Up to 1.7 a plugin section in an
-  import replaces the whole section of the main file (containerd issues #5837, #7982), so a
+  import replaces the whole section of the main file (CTRD: containerd issues #5837, #7982), so a
   drop-in would drop every other CRI setting; from 2.0 sections merge key by key (containerd
-  PR #9982), and 2.2 adds ``imports = ['/etc/containerd/conf.d/*.toml']`` to the default file
+  PR #9982, CTRD), and 2.2 adds ``imports = ['/etc/containerd/conf.d/*.toml']`` to the default file
   (PR #12323). A drop-in is therefore used only for containerd >= 2 with a version 3 file whose
   ``imports`` cover it; otherwise the main file is edited in place, keeping every other key.
 """

@@ -2,7 +2,7 @@
 """Node labels for MindCluster from the plan, checked against what npu_facts detected.
 
 The plan (resumable.plan.nodes) says which labels compute and management nodes carry
-(node-prep.md 3.4; MindCluster INST01 Table 1). This filter only checks the detected hardware
+(MindCluster INST01 Table 1; K8S Table 4). This filter only checks the detected hardware
 against it and picks the label sets that apply to a host; it decides no label value itself.
 """
 

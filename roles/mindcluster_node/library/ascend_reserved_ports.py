@@ -32,7 +32,7 @@ options:
     type: path
     default: /proc/sys/net/ipv4/ip_local_reserved_ports
   config_paths:
-    description: sysctl configuration files and directories read at boot (sysctl.d(5) order).
+    description: sysctl configuration files and directories read at boot (SYSCTLD order).
     type: list
     elements: path
     default: [/etc/sysctl.d, /run/sysctl.d, /usr/local/lib/sysctl.d, /usr/lib/sysctl.d, /lib/sysctl.d, /etc/sysctl.conf]
@@ -118,7 +118,7 @@ def setting_in(text):
 
 
 def boot_files(paths, own):
-    """sysctl.d(5) order: .conf files of all directories sorted by file name, the first directory
+    """SYSCTLD (sysctl.d(5)) order: .conf files of all directories sorted by file name, the first directory
     holding a name wins (our file lives in /etc/sysctl.d, which comes first); plain files such as
     /etc/sysctl.conf after them (Debian also links it as 99-sysctl.conf)."""
     by_name = {}
