@@ -3,40 +3,29 @@ node labels and accounts (mindcluster_node), and the plan part they read."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 import tomllib
+from role_code import REPO, load
 
 from resumable import constants as C
 from resumable.api import load_plan_text
 
-REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
 
 
-def _load(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-UTILS = REPO / "roles/ascend_docker_runtime/module_utils"
-toml = _load("ansible.module_utils.ascend_toml", UTILS / "ascend_toml.py")
-runtime = _load("ansible.module_utils.ascend_runtime", UTILS / "ascend_runtime.py")
-ports = _load("ascend_reserved_ports", REPO / "roles/mindcluster_node/library/ascend_reserved_ports.py")
-labels_module = _load("ascend_node_labels", REPO / "roles/mindcluster_node/library/ascend_node_labels.py")
-node_filters = _load("mindcluster_node_filters", REPO / "roles/mindcluster_node/filter_plugins/mindcluster_node.py")
-facts = _load("ascend_npu_facts", REPO / "roles/npu_facts/library/ascend_npu_facts.py")
+UTILS = "roles/ascend_docker_runtime/module_utils/"
+toml = load("ansible.module_utils.ascend_toml", UTILS + "ascend_toml.py")
+runtime = load("ansible.module_utils.ascend_runtime", UTILS + "ascend_runtime.py")
+ports = load("ascend_reserved_ports", "roles/mindcluster_node/library/ascend_reserved_ports.py")
+labels_module = load("ascend_node_labels", "roles/mindcluster_node/library/ascend_node_labels.py")
+node_filters = load("mindcluster_node_filters", "roles/mindcluster_node/filter_plugins/mindcluster_node.py")
+facts = load("ascend_npu_facts", "roles/npu_facts/library/ascend_npu_facts.py")
 
 BIN = "/usr/local/Ascend/Ascend-Docker-Runtime/ascend-docker-runtime"
 CONFIG = "/etc/containerd/config.toml"

@@ -3,29 +3,16 @@ standard library's tomllib (which the nodes of Python < 3.11 do not have)."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 import tomllib
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from role_code import load
 
-REPO = Path(__file__).resolve().parent.parent
-
-
-def _load(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-toml = _load("ascend_toml", REPO / "roles/ascend_docker_runtime/module_utils/ascend_toml.py")
+toml = load("ascend_toml", "roles/ascend_docker_runtime/module_utils/ascend_toml.py")
 
 CONTAINERD_17 = """\
 # kubespray-style containerd 1.7 config

@@ -126,26 +126,18 @@ def plan_containerd(main_cfg, main_path, major, name, binary, dropin_path, dropi
     use_dropin = dropin_allowed and major >= 2 and version == 3 and imports_cover(main_cfg, main_path, dropin_path)
     if use_dropin:
         desired = {"version": 3}
-        _set(desired, section + ["default_runtime_name"], name)
-        _set(desired, section + ["runtimes", name], entry)
-        return {
-            "mode": "drop-in",
-            "target": dropin_path,
-            "version": version,
-            "plugin": PLUGIN_BY_VERSION[version],
-            "current": dropin_cfg,
-            "desired": desired,
-            "previous_default": previous,
-        }
-    desired = copy.deepcopy(main_cfg)
+        mode, target, current = "drop-in", dropin_path, dropin_cfg
+    else:
+        desired = copy.deepcopy(main_cfg)
+        mode, target, current = "in-place", main_path, main_cfg
     _set(desired, section + ["default_runtime_name"], name)
     _set(desired, section + ["runtimes", name], entry)
     return {
-        "mode": "in-place",
-        "target": main_path,
+        "mode": mode,
+        "target": target,
         "version": version,
         "plugin": PLUGIN_BY_VERSION[version],
-        "current": main_cfg,
+        "current": current,
         "desired": desired,
         "previous_default": previous,
     }
