@@ -191,3 +191,6 @@ ENV_RESUMABLE_PROFILE = "RESUMABLE_PROFILE"
 ENV_RESUMABLE_JOB = "RESUMABLE_JOB"
 PROFILE_MOUNT_DIR = "/etc/resumable"
 PROFILE_FILE_NAME = "profile.yaml"
+#: Nodes keep the profile at the same place (Ansible role resumable_install), so `resumable doctor`
+#: finds it there too.
+NODE_PROFILE_PATH = PROFILE_MOUNT_DIR + "/" + PROFILE_FILE_NAME

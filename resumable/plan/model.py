@@ -325,6 +325,8 @@ class NodePlan(PlanPart):
     host_files: List[Dict[str, Any]]
     #: owner, group and mode of the ranktable root and the per-job ranktable directories
     ranktable_access: Dict[str, str]
+    #: where the nodes keep the profile for `resumable` (path) and the variable naming it (env)
+    node_profile: Dict[str, str]
 
 
 @dataclasses.dataclass
