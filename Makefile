@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 EXAMPLE ?= examples/pytorch-process-recovery.yaml
 DEMO_OUT ?= out/demo
 
-.PHONY: demo test venv test-venv pulumi-venv lint typecheck pytest py38 ansible docs clean
+.PHONY: demo test venv test-venv pulumi-venv lint typecheck pytest py38 ansible runtime-image bench-recovery docs clean
 
 # The package alone (PyYAML is its only runtime dependency).
 $(BIN)/resumable: pyproject.toml
@@ -58,7 +58,16 @@ py38:
 ansible: test-venv
 	scripts/test-ansible.sh
 
-test: lint typecheck pytest py38 ansible
+# The training image recipe (images/runtime/Dockerfile) built with podman on a local base image
+# (installs podman as root when missing; builds the base once and reuses it).
+runtime-image: test-venv
+	scripts/test-runtime-image.sh
+
+# Recovery time on the CPU with real torchrun: figures against the targets, not a test.
+bench-recovery: test-venv
+	$(BIN)/python benchmarks/recovery_cpu.py
+
+test: lint typecheck pytest py38 ansible runtime-image
 
 clean:
 	rm -rf $(VENV) out collections .pytest_cache .mypy_cache .ruff_cache

@@ -27,14 +27,9 @@ ContextFactory = Callable[[Plan, str, str], Any]
 
 
 def default_context_factory() -> ContextFactory:
-    """``resumable.runtime.context.prepare_context`` (issue 8); imported when a build is needed."""
-    try:
-        from resumable.runtime.context import prepare_context  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:  # pragma: no cover - only before the runtime package has it
-        raise pulumi.RunError(
-            "this version of resumable cannot prepare an image build context (resumable.runtime.context "
-            "is missing); set config images.<job> to a prebuilt reference"
-        ) from None
+    """``resumable.runtime.context.prepare_context``, imported only when a build is needed."""
+    from resumable.runtime.context import prepare_context
+
     factory: ContextFactory = prepare_context
     return factory
 

@@ -9,19 +9,28 @@ reads them, so the loader, ``resumable schema`` and docs/profile.md cannot drift
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import difflib
 import math
 import re
 import typing
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar
 
+from . import formats as F
 from .choices import is_literal, values
-from .errors import ProfileError
+from .errors import ProfileError, shown
 from .versions import VersionError, parse
 
 T = TypeVar("T")
 
-_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+#: Versions are short (``8.0.RC3.alpha002``); a longer string is refused before it is parsed.
+VERSION_MAX = 64
+#: Whole numbers fit a Kubernetes int64 field.
+INT_MAX = 2**63 - 1
+
+# C0/C1 control characters and DEL; ``multiline`` strings may hold tabs and line breaks.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL_MULTILINE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def spec(
@@ -34,8 +43,20 @@ def spec(
     required: bool = False,
     example: Any = None,
     min_items: Optional[int] = None,
+    format: Optional[str] = None,
+    key_format: Optional[str] = None,
+    multiline: bool = False,
 ) -> Dict[str, Any]:
-    """Metadata for a profile field (use as ``field(default=..., metadata=spec(...))``)."""
+    """Metadata for a profile field (use as ``field(default=..., metadata=spec(...))``).
+
+    ``format`` names a :mod:`resumable.formats` format every string of the field must have (for a
+    list or mapping: its items or values); ``key_format`` the same for the keys of a mapping;
+    ``multiline`` lets the strings hold tabs and line breaks (every other control character is
+    refused in every string)."""
+    if dns_name:
+        format = F.DNS_LABEL
+    if format is not None and format not in F.FORMATS:
+        raise ValueError("unknown format %r" % format)
     return {
         "doc": doc,
         "minimum": minimum,
@@ -45,6 +66,9 @@ def spec(
         "required": required,
         "example": example,
         "min_items": min_items,
+        "format": format,
+        "key_format": key_format,
+        "multiline": multiline,
     }
 
 
@@ -98,16 +122,24 @@ def _describe(value: Any) -> str:
     if isinstance(value, bool):
         return "the boolean %s" % str(value).lower()
     if isinstance(value, (int, float)):
-        return "the number %s" % value
+        return "the number %s" % shown(value)
     if isinstance(value, str):
-        return "the string %r" % value
+        return "the string %s" % shown(value)
     if isinstance(value, list):
         return "a list"
     if isinstance(value, dict):
         return "a mapping"
     if value is None:
         return "null"
+    if isinstance(value, (datetime.date, datetime.datetime)):
+        return "the date %s (YAML reads an unquoted date as a timestamp; quote it)" % value
     return type(value).__name__
+
+
+def _key_path(where: str, key: Any) -> str:
+    """``where.key`` for a mapping key, shortened and escaped like any value in a message."""
+    text = key if isinstance(key, str) and len(key) <= 40 and not _CONTROL.search(key) else shown(key, 40)
+    return "%s.%s" % (where, text) if where else str(text)
 
 
 def bind(cls: Type[T], data: Any, path: str) -> T:
@@ -121,9 +153,9 @@ def bind(cls: Type[T], data: Any, path: str) -> T:
     for key in data:
         if not isinstance(key, str) or key not in fields:
             raise ProfileError(
-                "unknown key %r" % (key,),
+                "unknown key %s" % shown(key),
                 path or None,
-                _did_you_mean(str(key), list(fields)),
+                _did_you_mean(key if isinstance(key, str) else str(key), list(fields)),
             )
     values: Dict[str, Any] = {}
     for name, f in fields.items():
@@ -171,10 +203,24 @@ def _convert(tp: Any, value: Any, where: str, meta: Mapping[str, Any]) -> Any:
         key_tp, val_tp = typing.get_args(inner)
         out = {}
         for k, v in value.items():
-            key = _scalar(key_tp, k, "%s (key %r)" % (where, k), {}) if is_literal(key_tp) else str(k)
-            out[key] = _convert(val_tp, v, "%s.%s" % (where, k), {})
+            key = _key(key_tp, k, where, meta)
+            out[key] = _convert(val_tp, v, _key_path(where, k), meta)
         return out
     return _scalar(inner, value, where, meta)
+
+
+def _key(tp: Any, key: Any, where: str, meta: Mapping[str, Any]) -> Any:
+    """A mapping key: one of a ``Literal``'s values, or a string (in ``key_format`` when given)."""
+    at = "%s (key %s)" % (where, shown(key, 40))
+    if is_literal(tp):
+        return _scalar(tp, key, at, {})
+    if not isinstance(key, str):
+        raise ProfileError(
+            "keys must be strings, found %s" % _describe(key),
+            at,
+            "Write the key as a string (quote it).",
+        )
+    return _scalar(str, key, at, {"format": meta.get("key_format")})
 
 
 def _scalar(tp: Any, value: Any, where: str, meta: Mapping[str, Any]) -> Any:
@@ -187,41 +233,70 @@ def _scalar(tp: Any, value: Any, where: str, meta: Mapping[str, Any]) -> Any:
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ProfileError("expected an integer, found %s" % _describe(value), where, "Write a whole number.")
+        if not -INT_MAX - 1 <= value <= INT_MAX:
+            raise ProfileError(
+                "%s is too large (at most %d)" % (shown(value), INT_MAX),
+                where,
+                "Write a number in the documented range.",
+            )
     elif tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ProfileError("expected a number, found %s" % _describe(value), where, "Write a number.")
-        value = float(value)
+        try:
+            value = float(value)
+        except OverflowError:
+            value = math.inf
         if not math.isfinite(value):
-            raise ProfileError("%s is not a finite number" % value, where, "Write a finite number.")
+            raise ProfileError("%s is not a finite number" % shown(value), where, "Write a finite number.")
     elif tp is str:
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and not meta.get("version"):
-            value = str(value)
-        if not isinstance(value, str):
-            hint = "Write it as a string."
-            if isinstance(value, bool):
-                hint = 'YAML reads unquoted on/off/yes/no/true/false as a boolean; quote it, e.g. "%s".' % (
-                    "on" if value else "off"
-                )
-            if meta.get("version"):
-                hint = 'Quote versions, e.g. "1.28" (unquoted 1.30 would be read as the number 1.3).'
-            raise ProfileError("expected a string, found %s" % _describe(value), where, hint)
-        if meta.get("version"):
-            try:
-                parse(value)
-            except VersionError as exc:
-                raise ProfileError(
-                    "%r is not a version" % value,
-                    where,
-                    "Use the vendor's spelling, e.g. 7.3.0, 6.0.RC2, 8.0.RC2, 2.1.0.post8 (%s)." % exc,
-                ) from None
-        if meta.get("dns_name") and (not _NAME.match(value) or len(value) > 63):
-            raise ProfileError(
-                "%r is not a valid Kubernetes name" % value,
-                where,
-                "Use lower-case letters, digits and '-', starting and ending with a letter or digit, "
-                "at most 63 characters.",
-            )
+        value = _string(value, where, meta)
     return value
+
+
+def _string(value: Any, where: str, meta: Mapping[str, Any]) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and not meta.get("version"):
+        if not -INT_MAX - 1 <= value <= INT_MAX:
+            raise ProfileError("%s is too large" % shown(value), where, "Write it as a quoted string.")
+        value = str(value)
+    elif isinstance(value, float) and not meta.get("version") and math.isfinite(value):
+        value = str(value)
+    if not isinstance(value, str):
+        hint = "Write it as a string."
+        if isinstance(value, bool):
+            hint = 'YAML reads unquoted on/off/yes/no/true/false as a boolean; quote it, e.g. "%s".' % (
+                "on" if value else "off"
+            )
+        if meta.get("version"):
+            hint = 'Quote versions, e.g. "1.28" (unquoted 1.30 would be read as the number 1.3).'
+        raise ProfileError("expected a string, found %s" % _describe(value), where, hint)
+    control = (_CONTROL_MULTILINE if meta.get("multiline") else _CONTROL).search(value)
+    if control is not None:
+        raise ProfileError(
+            "%s contains a control character (%s at position %d)"
+            % (shown(value), shown(control.group(0))[1:-1], control.start()),
+            where,
+            "Remove it (in double-quoted YAML, escapes such as \\t or \\x1b produce control characters).",
+        )
+    if meta.get("version"):
+        _check_version(value, where)
+    fmt = meta.get("format")
+    if fmt:
+        problem = F.problem(fmt, value)
+        if problem is not None:
+            raise ProfileError(problem, where, "Write %s." % F.FORMATS[fmt].description)
+    return value
+
+
+def _check_version(value: str, where: str) -> None:
+    fix = "Use the vendor's spelling, e.g. 7.3.0, 6.0.RC2, 8.0.RC2, 2.1.0.post8"
+    if len(value) > VERSION_MAX:
+        raise ProfileError("is %d characters long; a version is at most %d" % (len(value), VERSION_MAX), where, fix)
+    if value != value.strip() or any(c.isspace() for c in value):
+        raise ProfileError("%s contains white space" % shown(value), where, fix + ", without spaces")
+    try:
+        parse(value)
+    except (VersionError, ValueError) as exc:
+        raise ProfileError("%s is not a version" % shown(value), where, "%s (%s)." % (fix, exc)) from None
 
 
 def _choice(choices: Sequence[Any], value: Any, where: str, meta: Mapping[str, Any]) -> Any:
@@ -233,7 +308,7 @@ def _choice(choices: Sequence[Any], value: Any, where: str, meta: Mapping[str, A
         hint = "Allowed: %s." % ", ".join(str(c) for c in choices)
         if close:
             hint = "Did you mean %r? %s" % (close[0], hint)
-        raise ProfileError("%r is not an allowed value" % (value,), where, hint)
+        raise ProfileError("%s is not an allowed value" % shown(value), where, hint)
     return value
 
 
@@ -266,21 +341,29 @@ def _object_schema(cls: type) -> Dict[str, Any]:
     return out
 
 
-def _field_schema(tp: Any, f: Optional[dataclasses.Field] = None) -> Dict[str, Any]:  # type: ignore[type-arg]
-    meta: Mapping[str, Any] = f.metadata if f is not None else {}
+def _field_schema(
+    tp: Any,
+    f: Optional[dataclasses.Field] = None,  # type: ignore[type-arg]
+    meta: Optional[Mapping[str, Any]] = None,
+) -> Dict[str, Any]:
+    """The schema of a field (``f``), or of the items/values of one (``meta``: the field's)."""
+    if meta is None:
+        meta = f.metadata if f is not None else {}
     inner, optional = unwrap_optional(tp)
     origin = typing.get_origin(inner)
     if dataclasses.is_dataclass(inner):
         out = _object_schema(inner)  # type: ignore[arg-type]
     elif origin in (list, List):
-        out = {"type": "array", "items": _field_schema(typing.get_args(inner)[0])}
+        out = {"type": "array", "items": _field_schema(typing.get_args(inner)[0], meta=_item_meta(meta))}
         if meta.get("min_items") is not None:
             out["minItems"] = meta["min_items"]
     elif origin in (dict, Dict):
         key_tp, val_tp = typing.get_args(inner)
-        out = {"type": "object", "additionalProperties": _field_schema(val_tp)}
+        out = {"type": "object", "additionalProperties": _field_schema(val_tp, meta=_item_meta(meta))}
         if is_literal(key_tp):
             out["propertyNames"] = {"enum": list(values(key_tp))}
+        elif meta.get("key_format") and F.FORMATS[meta["key_format"]].pattern:
+            out["propertyNames"] = {"pattern": F.FORMATS[meta["key_format"]].pattern}
     elif is_literal(inner):
         choices = values(inner)
         out = {"type": _JSON_TYPES[type(choices[0])], "enum": list(choices)}
@@ -291,14 +374,18 @@ def _field_schema(tp: Any, f: Optional[dataclasses.Field] = None) -> Dict[str, A
         if meta.get("maximum") is not None:
             out["maximum"] = meta["maximum"]
         if meta.get("version"):
-            out["pattern"] = r"^[vV]?\d+(\.\d+)*([.\-_][A-Za-z]*\d*)*(\+.*)?$"
-        if meta.get("dns_name"):
-            out["pattern"] = _NAME.pattern
-            out["maxLength"] = 63
+            out["pattern"] = r"^[vV]?\d+(\.\d+)*([.\-_][A-Za-z]*\d*)*(\+\S+)?$"
+            out["maxLength"] = VERSION_MAX
+        fmt = F.FORMATS.get(meta.get("format") or "")
+        if fmt is not None:
+            if fmt.pattern:
+                out["pattern"] = fmt.pattern
+            if fmt.max_length:
+                out["maxLength"] = fmt.max_length
     if f is not None:
         if meta.get("doc"):
             out["description"] = meta["doc"]
-        default = _default(f)
+        default = field_default(f)
         if default is not dataclasses.MISSING and not dataclasses.is_dataclass(default):
             out["default"] = default
         if meta.get("example") is not None:
@@ -308,7 +395,13 @@ def _field_schema(tp: Any, f: Optional[dataclasses.Field] = None) -> Dict[str, A
     return out
 
 
-def _default(f: dataclasses.Field) -> Any:  # type: ignore[type-arg]
+def _item_meta(meta: Mapping[str, Any]) -> Dict[str, Any]:
+    """What of a field's metadata applies to each of its items or values."""
+    return {k: meta.get(k) for k in ("format", "key_format", "version", "multiline")}
+
+
+def field_default(f: dataclasses.Field) -> Any:  # type: ignore[type-arg]
+    """The default of a dataclass field (from default or default_factory), or MISSING."""
     if f.default is not dataclasses.MISSING:
         return f.default
     if f.default_factory is not dataclasses.MISSING:
@@ -338,17 +431,23 @@ def markdown_reference(cls: type, prefix: str = "") -> List[str]:
             extras.append("range %s to %s" % ("-inf" if lo is None else _num(lo), "inf" if hi is None else _num(hi)))
         if f.metadata.get("version"):
             extras.append("a version string")
+        fmt = F.FORMATS.get(f.metadata.get("format") or "")
+        if fmt is not None:
+            extras.append(("each " if origin in (list, List, dict, Dict) else "") + fmt.description)
+        key_fmt = F.FORMATS.get(f.metadata.get("key_format") or "")
+        if key_fmt is not None:
+            extras.append("keys: " + key_fmt.description)
         if f.metadata.get("required"):
             extras.append("**required**")
-        default = _default(f)
+        default = field_default(f)
         if dataclasses.is_dataclass(inner) or (item is not None and dataclasses.is_dataclass(item)):
-            shown = "see below"
+            default_text = "see below"
         elif default is dataclasses.MISSING:
-            shown = ""
+            default_text = ""
         else:
-            shown = "`%s`" % _yaml_scalar(default)
+            default_text = "`%s`" % _yaml_scalar(default)
         meaning = doc + ("" if not extras else " (%s)" % "; ".join(extras))
-        rows.append("| `%s` | %s | %s | %s |" % (key, _type_name(tp), shown, meaning.replace("|", "\\|")))
+        rows.append("| `%s` | %s | %s | %s |" % (key, _type_name(tp), default_text, meaning.replace("|", "\\|")))
         if dataclasses.is_dataclass(inner):
             rows.extend(markdown_reference(inner, key + "."))  # type: ignore[arg-type]
         elif item is not None and dataclasses.is_dataclass(item):

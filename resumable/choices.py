@@ -45,6 +45,8 @@ Component = Literal[
     "noded",
     "npu-exporter",
 ]
+#: resources a ``scheduler.resources`` override may set (the builders read these two)
+ResourceName = Literal["cpu", "memory"]
 Severity = Literal["error", "warning"]
 
 

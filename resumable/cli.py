@@ -1,8 +1,10 @@
 """Command line: ``resumable validate|plan|schema|render|docs``.
 
 Exit codes: 0 success, 2 invalid input (unreadable file, bad YAML, schema error, rule errors, or
-warnings with --strict), 3 internal error. Problems are printed as one paragraph each, never as a
-traceback (set RESUMABLE_DEBUG=1 to see one for an internal error).
+warnings with --strict, an output place that may not be written), 3 internal error, 130 / 143
+after Ctrl-C / SIGTERM (once what was being written is cleaned up). Problems are printed on stderr
+as one paragraph each, never as a traceback (set RESUMABLE_DEBUG=1 to see one for an internal
+error); user values in them are shortened and their control characters escaped.
 """
 
 from __future__ import annotations
@@ -11,14 +13,15 @@ import argparse
 import json
 import os
 import sys
-from typing import List, Optional, Sequence, TextIO
+from typing import Dict, List, Optional, Sequence, TextIO
 
 import yaml
 
 from . import __version__
 from .api import counts, failing, load_plan
 from .binding import json_schema
-from .errors import ResumableError
+from .errors import ResumableError, for_people, shown
+from .fileio import Terminated
 from .plan import build_plan
 from .plan.text import render_text
 from .profile import Profile, load_profile
@@ -30,7 +33,7 @@ EXIT_OK, EXIT_INVALID, EXIT_INTERNAL = 0, 2, 3
 
 def _print_violations(violations: Sequence[Violation], out: TextIO) -> None:
     for v in violations:
-        print("  " + format_violation(v), file=out)
+        print("  " + for_people(format_violation(v)), file=out)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -51,7 +54,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             print("OK %s: %s" % (path, counts(plan.violations)))
         _print_violations(plan.violations, sys.stderr)
         for note in plan.notes:
-            print("  NOTE %s (source: %s)" % (note.text, note.source), file=sys.stderr)
+            print(for_people("  NOTE %s (source: %s)" % (note.text, note.source)), file=sys.stderr)
     return worst
 
 
@@ -72,33 +75,34 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_render(args: argparse.Namespace) -> int:
-    plan = load_plan(args.profile, args.strict)
-    from .manifests import COMPONENTS, UnsupportedStack, build_deployment, check_supported
-    from .manifests.render import write_stack
-
-    images = {}
-    for item in args.image:
+def _image_overrides(items: Sequence[str]) -> Dict[str, str]:
+    images: Dict[str, str] = {}
+    for item in items:
         component, sep, ref = item.partition("=")
         if not sep or not component or not ref:
-            print(
-                "error: --image %r: write COMPONENT=IMAGE, e.g. clusterd=registry/clusterd:v7.3.0" % item,
-                file=sys.stderr,
+            raise ResumableError(
+                "is not COMPONENT=IMAGE",
+                "--image %s" % shown(item),
+                "Write e.g. --image clusterd=registry.example.com/mindx/clusterd:v7.3.0",
             )
-            return EXIT_INVALID
-        if component not in COMPONENTS:
-            print(
-                "error: --image %r: unknown component %r. Components: %s." % (item, component, ", ".join(COMPONENTS)),
-                file=sys.stderr,
-            )
-            return EXIT_INVALID
         images[component] = ref
-    try:
-        check_supported(plan.scheduler)
-        objects = build_deployment(plan, crd_sources=args.crd_source or None, images=images or None).objects()
-    except UnsupportedStack as exc:
-        print("error: %s" % exc, file=sys.stderr)
-        return EXIT_INVALID
+    from .manifests.settings import check_images
+
+    return check_images(images)
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    from .fileio import check_replaceable, output_path
+
+    images = _image_overrides(args.image)
+    # A target that would be refused is refused before any work (write_stack checks again).
+    check_replaceable(output_path(args.out), args.out)
+    plan = load_plan(args.profile, args.strict)
+    from .manifests import build_deployment, check_supported
+    from .manifests.render import write_stack
+
+    check_supported(plan.scheduler)
+    objects = build_deployment(plan, crd_sources=args.crd_source or None, images=images or None).objects()
     written = write_stack(objects, args.out)
     print("wrote %d objects to %s" % (len(written), args.out))
     return EXIT_OK
@@ -181,7 +185,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         print("error: %s" % exc, file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
+        print("interrupted; nothing was left half-written", file=sys.stderr)
         return 130
+    except Terminated as exc:
+        print("terminated by signal %d; nothing was left half-written" % exc.signum, file=sys.stderr)
+        return 128 + exc.signum
     except Exception as exc:  # an internal error still gets one paragraph, not a traceback
         if os.environ.get("RESUMABLE_DEBUG"):
             raise

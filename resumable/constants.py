@@ -71,6 +71,8 @@ NAMESPACE_NPU_EXPORTER = "npu-exporter"
 
 # --- training container (YAMLCFG) --------------------------------------------------------------------
 CONTAINER_NAME = "ascend"
+#: terminationGracePeriodSeconds when a pod does not set it (KUBE: Pod lifecycle, termination of Pods)
+K8S_DEFAULT_GRACE_SECONDS = 30
 ASCENDJOB_API_VERSION = "mindxdl.gitee.com/v1"
 ASCENDJOB_KIND = "AscendJob"
 VCJOB_API_VERSION = "batch.volcano.sh/v1alpha1"
@@ -109,6 +111,21 @@ ENV_TASKD_LOG_PATH = "TASKD_LOG_PATH"
 ENV_MASTER_ADDR = "MASTER_ADDR"
 ENV_MS_SCHED_HOST = "MS_SCHED_HOST"
 ENV_RANK = "RANK"
+# what the Ascend Operator injects besides the names above (ENV Table 2;
+# MC:component/ascend-operator/pkg/controllers/v1/env.go)
+ENV_MASTER_PORT = "MASTER_PORT"
+ENV_WORLD_SIZE = "WORLD_SIZE"
+ENV_LOCAL_WORLD_SIZE = "LOCAL_WORLD_SIZE"
+ENV_MS_SCHED_PORT = "MS_SCHED_PORT"
+ENV_MS_NODE_RANK = "MS_NODE_RANK"
+ENV_MS_WORKER_NUM = "MS_WORKER_NUM"
+ENV_MS_LOCAL_WORKER = "MS_LOCAL_WORKER"
+# what the launchers give each training process (torch.distributed.run; MindSpore msrun)
+ENV_LOCAL_RANK = "LOCAL_RANK"
+ENV_TORCHELASTIC_RESTART_COUNT = "TORCHELASTIC_RESTART_COUNT"
+ENV_RANK_ID = "RANK_ID"
+ENV_MS_ROLE = "MS_ROLE"
+MS_ROLE_SCHEDULER = "MS_SCHED"
 #: NPUs the container sees; set from the pod annotation the device plugin writes (YAMLCFG). The
 #: Ascend Operator adds it itself from 7.0.RC1; a Volcano Job never gets it (releases.py).
 ENV_ASCEND_VISIBLE_DEVICES = "ASCEND_VISIBLE_DEVICES"
@@ -121,6 +138,9 @@ RANKTABLE_VOLUME = "ranktable"
 RANKTABLE_MOUNT = "/user/serverid/devindex/config"
 RANKTABLE_HOST_ROOT = "/user/mindx-dl/ranktable"
 LOG_ROOT = "/var/log/mindx-dl"
+#: Job-scoped logs on shared storage: PLR's scripts and the samples write TaskD and training logs
+#: under /job/code/alllogs/$MINDX_TASK_ID (RT04; MCD Qwen3 train_start.sh).
+JOB_LOG_ROOT = "/job/code/alllogs"
 DRIVER_PATH = "/usr/local/Ascend/driver"
 LOCALTIME_PATH = "/etc/localtime"
 #: reset-config-<job> ConfigMap, mounted read-only here by jobs with graceful fault tolerance,
@@ -183,6 +203,14 @@ RUNPY_ANCHOR_TASKD = "import os"
 #: Elastic Agent up to 7.2: `sed -i '/import logging/i import mindx_elastic.api' ...` (RTO 表2)
 RUNPY_IMPORT_MINDX_ELASTIC = "import mindx_elastic.api"
 RUNPY_ANCHOR_MINDX_ELASTIC = "import logging"
+#: Every import line a MindCluster release has put into run.py (patch-torchrun and doctor recognise them).
+RUNPY_IMPORTS_KNOWN = (RUNPY_IMPORT_TASKD, RUNPY_IMPORT_MINDX_ELASTIC)
+
+# --- torchrun under the in-container agent ------------------------------------------------------------
+#: --max_restarts when the profile leaves it unset and TaskD or the Elastic Agent runs in the container:
+#: "不配置该参数时默认为32767次" (RTO 表2); TaskD's patch turns 0 into 32767
+#: (MC:component/taskd/taskd/python/adaptor/patch/torch_patch.py).
+MAX_RESTARTS_UNDER_AGENT = 32767
 
 # --- the profile inside the training container (this project's convention) ----------------------------
 #: `resumable launch` / `doctor` read the profile from $RESUMABLE_PROFILE (default below) and the job
@@ -191,6 +219,19 @@ ENV_RESUMABLE_PROFILE = "RESUMABLE_PROFILE"
 ENV_RESUMABLE_JOB = "RESUMABLE_JOB"
 PROFILE_MOUNT_DIR = "/etc/resumable"
 PROFILE_FILE_NAME = "profile.yaml"
-#: Nodes keep the profile at the same place (Ansible role resumable_install), so `resumable doctor`
-#: finds it there too.
-NODE_PROFILE_PATH = PROFILE_MOUNT_DIR + "/" + PROFILE_FILE_NAME
+
+# --- resumable launch inside the container (this project's convention) ----------------------------------
+#: The launcher tells the start-up hook in the training processes where to report (a Unix datagram
+#: socket), which process launched them, and the compile mode to apply when torch_npu is imported.
+ENV_RESUMABLE_EVENTS = "RESUMABLE_EVENTS_SOCKET"
+ENV_RESUMABLE_LAUNCHER_PID = "RESUMABLE_LAUNCHER_PID"
+ENV_RESUMABLE_JIT_COMPILE = "RESUMABLE_JIT_COMPILE"
+ENV_RESUMABLE_COMPILE_AFTER = "RESUMABLE_COMPILE_AFTER"
+ENV_RESUMABLE_ATTEMPT_STORE = "RESUMABLE_ATTEMPT_STORE"
+#: torch's agent-store flag and the per-attempt key prefix MindCluster uses for torch >= 2.6
+#: (HA72-075 rendezvous.py edit; TaskD torch_patch.py)
+ENV_TORCHELASTIC_USE_AGENT_STORE = "TORCHELASTIC_USE_AGENT_STORE"
+ATTEMPT_STORE_PREFIX = "/worker/attempt_"
+#: Where the image recipe keeps the profile it was built from (the job templates mount the live one there).
+#: The nodes keep it there too (Ansible role resumable_install), so `resumable doctor` finds it by default.
+PROFILE_PATH = PROFILE_MOUNT_DIR + "/" + PROFILE_FILE_NAME

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from typing import Dict, List
 
 from . import releases as R
 from .binding import markdown_reference
 from .envtable import ENV_OWNERS
+from .fileio import ensure_directory, write_file
 from .profile import Profile
 from .rules import REGISTRY
 from .sources import sources_markdown
@@ -112,7 +112,11 @@ def profile_markdown() -> str:
 
 
 def write_docs(directory: str, check: bool = False) -> List[str]:
-    """Write the generated files; return the ones that changed (with check=True, write nothing)."""
+    """Write the generated files; return the ones that changed (with check=True, write nothing).
+
+    ``directory`` must be a directory (created when missing, unless checking); a file, a dangling
+    symbolic link or an empty name is refused with an :class:`~resumable.fileio.OutputError`."""
+    ensure_directory(directory, "--out", create=not check)
     wanted = {
         "rules.md": rules_markdown(),
         "profile.md": profile_markdown(),
@@ -124,15 +128,11 @@ def write_docs(directory: str, check: bool = False) -> List[str]:
         try:
             with open(path, encoding="utf-8") as handle:
                 current = handle.read()
-        except OSError:
+        except (OSError, UnicodeDecodeError):
             current = None
         if current == text:
             continue
         changed.append(path)
         if not check:
-            os.makedirs(directory, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + name)
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.replace(tmp, path)
+            write_file(directory, name, text, "--out")
     return changed

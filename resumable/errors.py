@@ -2,7 +2,57 @@
 
 from __future__ import annotations
 
-from typing import Optional
+import re
+from typing import Any, Optional
+
+#: Longest rendering of a user's value inside a message (longer ones are cut with an ellipsis).
+SHOWN_LIMIT = 80
+
+# C0 and C1 control characters and DEL: a message (and a plan printed for people) shows them escaped.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with control characters written as escapes (``\\n``, ``\\t``, ``\\x1b``)."""
+
+    def one(m: re.Match[str]) -> str:
+        char = m.group(0)
+        return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(char, "\\x%02x" % ord(char))
+
+    return _CONTROL.sub(one, text)
+
+
+def shown(value: Any, limit: int = SHOWN_LIMIT) -> str:
+    """A user's value for a message: ``repr``-like, control characters escaped, at most about
+    ``limit`` characters (a 5 MB string or a 5,000-digit number is cut, and says how long it was)."""
+    if isinstance(value, bool) or value is None:
+        return repr(value)
+    if isinstance(value, int):
+        digits = len(str(abs(value))) if value.bit_length() < 4000 else int(value.bit_length() * 0.30103) + 1
+        if digits <= limit:
+            return str(value)
+        return "an integer of %d digits" % digits
+    text = repr(value)
+    text = escape_controls(text)
+    if len(text) <= limit:
+        return text
+    size = len(value) if isinstance(value, (str, bytes, list, dict)) else len(text)
+    return "%s... (%d characters)" % (text[: limit - 3], size)
+
+
+#: A run of 200 characters without white space in a message is a value, not prose; it is cut.
+_LONG_RUN = re.compile(r"\S{200,}")
+
+
+def for_people(text: str) -> str:
+    """``text`` fit for a terminal: control characters escaped, and any run of 200 or more
+    characters without a space (a value someone pasted, not a file name) cut to its
+    first 100 characters, so a 5 MB value cannot flood the screen."""
+
+    def cut(m: re.Match[str]) -> str:
+        return "%s... (%d characters)" % (m.group(0)[:100], len(m.group(0)))
+
+    return _LONG_RUN.sub(cut, escape_controls(text))
 
 
 class ResumableError(Exception):
@@ -22,7 +72,8 @@ class ResumableError(Exception):
             text = "%s: %s" % (self.where, text)
         if self.fix:
             text = "%s. %s" % (text.rstrip("."), self.fix)
-        return text
+        # One paragraph, of readable length, whatever a file name or a value contains.
+        return for_people(text)
 
 
 class ProfileError(ResumableError):

@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-import yaml
-
 from . import constants as C
+from . import formats as F
+from . import safeyaml
 from .binding import bind, spec
 from .choices import (
     Arch,
@@ -26,6 +26,7 @@ from .choices import (
     JobKind,
     Launcher,
     PullPolicy,
+    ResourceName,
     RestartPolicy,
     Strategy,
     SubHealth,
@@ -35,8 +36,12 @@ from .choices import (
     values,
 )
 from .errors import ProfileError
+from .fileio import PROFILE_MAX_BYTES, read_text, size_text
 
 STRATEGIES = values(Strategy)
+#: Upper bound of the budget's durations: a day (larger figures are typing mistakes and would
+#: overflow the budget's sums).
+DAY = 86400
 
 
 @dataclass
@@ -47,8 +52,10 @@ class Nfs:
     /user/mindx-dl/ranktable (plan.nodes.shared_mounts), where the Ascend Operator writes hccl.json
     and the training pods read it through a hostPath volume (INST08; RT06)."""
 
-    server: str = field(default="", metadata=spec("NFS server address.", required=True, example="10.0.0.10"))
-    path: str = field(default="", metadata=spec("Exported path on the server.", required=True))
+    server: str = field(
+        default="", metadata=spec("NFS server address.", required=True, example="10.0.0.10", format=F.HOST)
+    )
+    path: str = field(default="", metadata=spec("Exported path on the server.", required=True, format=F.SERVER_PATH))
 
 
 @dataclass
@@ -58,16 +65,20 @@ class Storage:
 
     nfs: Optional[Nfs] = field(default=None, metadata=spec("An NFS export mounted by every pod."))
     storage_class: Optional[str] = field(
-        default=None, metadata=spec("A ReadWriteMany storage class to provision volumes from instead of NFS.")
+        default=None,
+        metadata=spec(
+            "A ReadWriteMany storage class to provision volumes from instead of NFS.", format=F.DNS_SUBDOMAIN
+        ),
     )
     cache_size: str = field(
         default="200Gi",
         metadata=spec(
             "Size of the compile-cache volume (a storage-class claim's request; informational for NFS, "
-            "where Kubernetes does not enforce capacity, KUBE PersistentVolumes)."
+            "where Kubernetes does not enforce capacity, KUBE PersistentVolumes).",
+            format=F.SIZE,
         ),
     )
-    checkpoint_size: str = field(default="2Ti", metadata=spec("Size of the checkpoint volume."))
+    checkpoint_size: str = field(default="2Ti", metadata=spec("Size of the checkpoint volume.", format=F.SIZE))
 
 
 @dataclass
@@ -112,7 +123,10 @@ class Scheduler:
     )
     image_registry: str = field(
         default="",
-        metadata=spec("Registry prefix for MindCluster images; empty = the local names the release YAMLs use."),
+        metadata=spec(
+            "Registry prefix for MindCluster images; empty = the local names the release YAMLs use.",
+            format=F.REGISTRY,
+        ),
     )
     image_pull_policy: Optional[PullPolicy] = field(
         default=None,
@@ -121,11 +135,14 @@ class Scheduler:
             "IfNotPresent for Volcano).",
         ),
     )
-    image_pull_secrets: List[str] = field(default_factory=list, metadata=spec("Names of existing image pull secrets."))
-    resources: Dict[Component, Dict[str, str]] = field(
+    image_pull_secrets: List[str] = field(
+        default_factory=list, metadata=spec("Names of existing image pull secrets.", format=F.DNS_SUBDOMAIN)
+    )
+    resources: Dict[Component, Dict[ResourceName, str]] = field(
         default_factory=dict,
         metadata=spec(
             "Per-component resource overrides, e.g. volcano-scheduler: {cpu: '8', memory: 8Gi}.",
+            format=F.QUANTITY,
         ),
     )
 
@@ -150,6 +167,7 @@ class Cluster:
         metadata=spec(
             "Node label accelerator-type of the compute nodes, e.g. module-910b-8 (Atlas 800T A2), "
             "module-a3-16 (Atlas 800T A3), module-a3-16-super-pod (Atlas 900 A3 SuperPoD).",
+            format=F.LABEL_VALUE,
         ),
     )
     arch: Arch = field(default="aarch64", metadata=spec("CPU architecture."))
@@ -197,6 +215,7 @@ class Wheel:
             "Path of the .whl file on the machine that builds the image (relative to the profile's "
             "directory); its name must carry the wheel's distribution and version (PEP427).",
             example="wheels/taskd-7.3.0-py3-none-linux_aarch64.whl",
+            format=F.FILE_PATH,
         ),
     )
     url: Optional[str] = field(
@@ -215,10 +234,13 @@ class Image:
         default=None,
         metadata=spec(
             "Training image reference (registry/name:tag) the job templates run (plan.jobs[].image.name); "
-            "null = the deployment builds and names it."
+            "null = the deployment builds and names it.",
+            format=F.IMAGE,
         ),
     )
-    base: Optional[str] = field(default=None, metadata=spec("Base image the training image is built from."))
+    base: Optional[str] = field(
+        default=None, metadata=spec("Base image the training image is built from.", format=F.IMAGE)
+    )
     framework: Framework = field(default="pytorch", metadata=spec("Framework."))
     torch: Optional[str] = field(default=None, metadata=spec("PyTorch version.", version=True))
     torch_npu: Optional[str] = field(
@@ -315,6 +337,7 @@ class Recovery:
         metadata=spec(
             "Annotation recover-strategy: process-level strategies, any of retry, recover, "
             "recover-in-place, elastic-training, dump, exit (PLR 准备任务YAML).",
+            format=F.TOKEN,
         ),
     )
     watchdog: AutoOnOff = field(
@@ -409,11 +432,15 @@ class Compile:
     )
     cache_path: str = field(
         default="/job/op_cache",
-        metadata=spec("ASCEND_CACHE_PATH: where the shared compile cache is mounted (RTO 表10)."),
+        metadata=spec(
+            "ASCEND_CACHE_PATH: where the shared compile cache is mounted (RTO 表10).", format=F.CONTAINER_PATH
+        ),
     )
     max_op_cache_size: Optional[int] = field(
         default=None,
-        metadata=spec("ASCEND_MAX_OP_CACHE_SIZE; null = -1 on shared storage (RTO 表10).", minimum=-1),
+        metadata=spec(
+            "ASCEND_MAX_OP_CACHE_SIZE; null = -1 on shared storage (RTO 表10).", minimum=-1, maximum=2**31 - 1
+        ),
     )
     mindspore_graph_cache: bool = field(
         default=False,
@@ -428,7 +455,10 @@ class Compile:
 class Checkpoint:
     """Checkpoints: where, how often, dying-gasp dump and MindIO ACP."""
 
-    path: str = field(default="/job/ckpt", metadata=spec("Checkpoint directory inside the pods (shared storage)."))
+    path: str = field(
+        default="/job/ckpt",
+        metadata=spec("Checkpoint directory inside the pods (shared storage).", format=F.CONTAINER_PATH),
+    )
     interval_minutes: float = field(
         default=60.0,
         metadata=spec(
@@ -444,7 +474,7 @@ class Checkpoint:
     mindio_acp: bool = field(default=False, metadata=spec("MindIO ACP asynchronous checkpointing (RT05)."))
     load_seconds: Optional[float] = field(
         default=None,
-        metadata=spec("Measured checkpoint load time for the budget; null = estimate.", minimum=0),
+        metadata=spec("Measured checkpoint load time for the budget; null = estimate.", minimum=0, maximum=DAY),
     )
 
 
@@ -452,16 +482,17 @@ class Checkpoint:
 class Budget:
     """Estimates the recovery-time budget starts from; measured values beat defaults."""
 
-    step_seconds: float = field(default=10.0, metadata=spec("Seconds per training step.", minimum=0.001))
+    step_seconds: float = field(default=10.0, metadata=spec("Seconds per training step.", minimum=0.001, maximum=DAY))
     compile_seconds: float = field(
-        default=600.0, metadata=spec("Cold operator compile time after a restart, in seconds.", minimum=0)
+        default=600.0,
+        metadata=spec("Cold operator compile time after a restart, in seconds.", minimum=0, maximum=DAY),
     )
     comm_init_seconds: Optional[float] = field(
         default=None,
-        metadata=spec("Collective-communication init time; null = estimate from scale.", minimum=0),
+        metadata=spec("Collective-communication init time; null = estimate from scale.", minimum=0, maximum=DAY),
     )
     pod_start_seconds: float = field(
-        default=120.0, metadata=spec("Seconds to pull/start one training pod on a node.", minimum=0)
+        default=120.0, metadata=spec("Seconds to pull/start one training pod on a node.", minimum=0, maximum=DAY)
     )
 
 
@@ -477,7 +508,11 @@ class JobVolume:
         default=None, metadata=spec("A directory on every node (e.g. an NFS mount the nodes share).")
     )
     claim: Optional[str] = field(
-        default=None, metadata=spec("An existing PersistentVolumeClaim in the job's namespace (instead of host_path).")
+        default=None,
+        metadata=spec(
+            "An existing PersistentVolumeClaim in the job's namespace (instead of host_path).",
+            format=F.DNS_SUBDOMAIN,
+        ),
     )
     read_only: bool = field(default=False, metadata=spec("Mount read-only."))
 
@@ -502,7 +537,9 @@ class Job:
         default="torchrun",
         metadata=spec("Launcher."),
     )
-    script: str = field(default="train.py", metadata=spec("Training entry script the launcher starts."))
+    script: str = field(
+        default="train.py", metadata=spec("Training entry script the launcher starts.", format=F.FILE_PATH)
+    )
     script_args: List[str] = field(default_factory=list, metadata=spec("Arguments of the training script."))
     ranktable: bool = field(
         default=False,
@@ -527,12 +564,14 @@ class Job:
         metadata=spec(
             'Extra container environment. A variable the plan owns (docs/profile.md, "Environment the plan '
             'owns") is read as its profile field where that is auto or null, and must agree with it '
-            "otherwise; nothing here is dropped or overridden."
+            "otherwise; nothing here is dropped or overridden. Values may span lines.",
+            key_format=F.ENV_NAME,
+            multiline=True,
         ),
     )
     schedule_policy: Optional[str] = field(
         default=None,
-        metadata=spec("Annotation huawei.com/schedule_policy, e.g. chip8-node8 (VCAPI Table 3)."),
+        metadata=spec("Annotation huawei.com/schedule_policy, e.g. chip8-node8 (VCAPI Table 3).", format=F.TOKEN),
     )
     host_network: Optional[bool] = field(
         default=None,
@@ -569,33 +608,36 @@ class Profile:
         metadata=spec(
             "Ids of warning rules you have read and accept for this profile; an acknowledged warning is "
             "listed as a plan note and no longer fails `validate --strict`. An unknown id, or the id of "
-            "a rule that only reports errors, is an error."
+            "a rule that only reports errors, is an error.",
+            format=F.TOKEN,
         ),
     )
 
 
 def load_profile(path: str) -> Profile:
-    """Read and bind a profile file; every failure is a :class:`ProfileError` naming the file."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except FileNotFoundError:
-        raise ProfileError("no such file", path, "Check the path (see examples/ for profiles).") from None
-    except IsADirectoryError:
-        raise ProfileError("is a directory, not a profile file", path, "Name a .yaml file.") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ProfileError("cannot be read (%s)" % exc, path, "Check the file's permissions and encoding.") from None
+    """Read and bind a profile file; every failure is a :class:`ProfileError` naming the file.
+
+    Only a regular file of at most :data:`~resumable.fileio.PROFILE_MAX_BYTES` is read (a FIFO or
+    a device is refused at once, never waited on)."""
+    text = read_text(
+        path,
+        what="profile",
+        limit=PROFILE_MAX_BYTES,
+        error=ProfileError,
+        fix="Name a profile .yaml file (see examples/)",
+    )
     return parse_profile(text, path)
 
 
 def parse_profile(text: str, source: str = "<profile>") -> Profile:
-    try:
-        data: Any = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = source if mark is None else "%s line %d column %d" % (source, mark.line + 1, mark.column + 1)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ProfileError("is not valid YAML (%s)" % problem, where, "Fix the YAML syntax there.") from None
+    """Bind profile text (YAML) read from ``source``; see :mod:`resumable.safeyaml` for the limits."""
+    if len(text) > PROFILE_MAX_BYTES:
+        raise ProfileError(
+            "is %d characters; a profile is at most %s" % (len(text), size_text(PROFILE_MAX_BYTES)),
+            source,
+            "Split it or remove what is not a profile",
+        )
+    data: Any = safeyaml.load(text, source, safeyaml.PROFILE, ProfileError, "Fix the YAML there")
     if data is None:
         raise ProfileError("is empty", source, "Start from a file in examples/.")
     try:

@@ -295,6 +295,15 @@ _ROWS: List[Source] = [
     ),
     # --- other projects' documents --------------------------------------------------------------
     Source(
+        "TORCH",
+        "PyTorch distributed launcher and elastic agent source (what torchrun does)",
+        "pytorch/pytorch (https://github.com/pytorch/pytorch): torch/distributed/run.py, "
+        "torch/distributed/rendezvous.py, torch/distributed/elastic/",
+        "run.py imports; rendezvous.py _create_c10d_store (no per-attempt prefix on the agent store since 2.6); "
+        "elastic agent restart and monitor loop",
+        "torch 2.13.0 as installed",
+    ),
+    Source(
         "PTA",
         "Ascend Extension for PyTorch (torch_npu) version tables",
         "Ascend/pytorch (https://gitcode.com/Ascend/pytorch, mirrored at https://github.com/Ascend/pytorch): "

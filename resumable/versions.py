@@ -77,11 +77,11 @@ class Version:
 Key = Tuple[Tuple[int, ...], int, int, int, Tuple[int, ...]]
 
 
-_DIGITS = re.compile(r"^[0-9]+$")
-_STAGE = re.compile(r"^(rc|spc|post|alpha|beta)([0-9]*)$", re.IGNORECASE)
+_DIGITS = re.compile(r"^[0-9]+\Z")
+_STAGE = re.compile(r"^(rc|spc|post|alpha|beta)([0-9]*)\Z", re.IGNORECASE)
 # PEP 440 style glued to the last number: 2.3.0rc1, 2.7.1post2, 1.0a1
-_GLUED = re.compile(r"^([0-9]+)(rc|post|a|b|alpha|beta|spc)([0-9]*)$", re.IGNORECASE)
-_BUILD = re.compile(r"^b[0-9]+$", re.IGNORECASE)
+_GLUED = re.compile(r"^([0-9]+)(rc|post|a|b|alpha|beta|spc)([0-9]*)\Z", re.IGNORECASE)
+_BUILD = re.compile(r"^b[0-9]+\Z", re.IGNORECASE)
 _WORDS = {"rc": _RC, "spc": _POST, "post": _POST, "alpha": _ALPHA, "a": _ALPHA, "beta": _BETA, "b": _BETA}
 
 

@@ -316,6 +316,65 @@ def test_unicode_digit_version_is_invalid_not_internal(capsys: pytest.CaptureFix
     assert code == 2
 
 
+def test_rule_errors_go_to_stderr_for_every_command(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = write(tmp_path, MINIMAL + "  - name: a\n")  # two jobs with one name
+    for argv in (
+        ["validate", path],
+        ["validate", "--strict", path],
+        ["plan", path],
+        ["plan", "--format", "json", path],
+        ["plan", "--format", "yaml", path],
+        ["render", path, "--out", str(tmp_path / "stack")],
+    ):
+        code, out, err = run(capsys, *argv)
+        assert code == 2, argv
+        assert out == "", argv
+        assert "[unique-job-names]" in err and "Traceback" not in err, argv
+    assert not (tmp_path / "stack").exists()
+
+
+def test_plan_shows_control_characters_escaped(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Only env values may hold line breaks and tabs; the text plan prints them as escapes, so a
+    value cannot add lines that look like the plan's own."""
+    doc = yaml.safe_load(EXAMPLES[0].read_text(encoding="utf-8"))
+    doc["jobs"][0]["env"] = {"EXTRA_CONFIG": "a: 1\nfindings:\n\tnone"}
+    path = write(tmp_path, yaml.safe_dump(doc))
+    code, out, err = run(capsys, "plan", path)
+    assert code == 0, err
+    line = next(x for x in out.splitlines() if "EXTRA_CONFIG" in x)
+    assert line.strip().startswith("EXTRA_CONFIG=a: 1\\nfindings:\\n\\tnone")
+    assert not [x for x in out.splitlines() if x.startswith("findings")]
+    assert all(ch == "\n" or ch >= " " for ch in out)
+    code, out, _ = run(capsys, "plan", "--format", "json", path)
+    env = {e["name"]: e["value"] for e in json.loads(out)["jobs"][0]["replicas"][0]["env"]}
+    assert env["EXTRA_CONFIG"] == "a: 1\nfindings:\n\tnone"
+
+
+def test_plan_prints_the_launch_command_shell_quoted(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    import shlex
+
+    args = ["--data=/mnt/my data", "$(touch /tmp/pwned)", "it's", "--lr=0.1", ""]
+    doc = yaml.safe_load(EXAMPLES[0].read_text(encoding="utf-8"))
+    doc["jobs"][0]["script"] = "my train.py"
+    doc["jobs"][0]["script_args"] = args
+    path = write(tmp_path, yaml.safe_dump(doc))
+    code, out, err = run(capsys, "plan", path)
+    assert code == 0, err
+    command = next(x for x in out.splitlines() if x.strip().startswith("launcher:")).split(":", 1)[1]
+    words = shlex.split(command)
+    assert words[-len(args) - 1 :] == ["my train.py", *args]
+    assert "--lr=0.1" in command.split() and "'$(touch /tmp/pwned)'" in command
+    assert any(w.endswith("=$RANK") or w.endswith("=$MS_NODE_RANK") for w in command.split())
+
+
+def test_unquoted_on_for_watchdog_says_quote_it(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = write(tmp_path, MINIMAL + "    recovery: {watchdog: on}\n")
+    code, _, err = run(capsys, "validate", path)
+    assert code == 2
+    assert_one_paragraph(err)
+    assert "jobs[0].recovery.watchdog" in err and "boolean true" in err and 'quote it, e.g. "on"' in err
+
+
 # --- internal errors --------------------------------------------------------------------------------------
 
 

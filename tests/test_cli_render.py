@@ -15,7 +15,7 @@ EXAMPLE = str(ROOT / "examples" / "pytorch-process-recovery.yaml")
 
 
 def rendered(out: Path) -> List[Dict[str, Any]]:
-    return [yaml.safe_load(p.read_text()) for p in sorted(out.iterdir())]
+    return [yaml.safe_load(p.read_text()) for p in sorted(out.glob("*.yaml"))]
 
 
 def find(objs: List[Dict[str, Any]], kind: str, name: str) -> Dict[str, Any]:

@@ -183,8 +183,9 @@ def test_prefix_store_note_for_torch_2_6_on_7_2() -> None:
         jobs__0__image__mindio_ttp="7.2.RC1",
         jobs__0__image__mindx_elastic="7.2.RC1",
     )
-    assert any("PrefixStore" in n.text for n in plan.jobs[0].image.notes)
-    assert not any("PrefixStore" in n.text for n in plan_of("pytorch-process-recovery.yaml").jobs[0].image.notes)
+    assert any("store prefix" in n.text and "7.2" in n.text for n in plan.jobs[0].image.notes)
+    assert plan.jobs[0].launcher.attempt_store_prefix
+    assert not any("store prefix" in n.text for n in plan_of("pytorch-process-recovery.yaml").jobs[0].image.notes)
 
 
 def test_scheduler_plan() -> None:

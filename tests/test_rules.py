@@ -667,3 +667,13 @@ def test_warnings_fail_only_with_strict_and_can_be_acknowledged(tmp_path: Any, c
     assert main(["validate", "--strict", str(path)]) == 0
     err = capsys.readouterr().err
     assert "NOTE acknowledged warning [process-level-grace]" in err and "WARNING" not in err
+
+
+def test_a_download_without_sha256_is_an_error_as_the_image_build_refuses_it() -> None:
+    url = "https://example.com/taskd-7.3.0-py3-none-linux_aarch64.whl"
+    found = [
+        v for v in evaluate(profile_with({J + "image.wheels.taskd": {"url": url}})) if v.rule == "wheel-declaration"
+    ]
+    assert [(v.severity, v.paths) for v in found] == [("error", [J + "image.wheels.taskd.sha256"])]
+    with_sum = evaluate(profile_with({J + "image.wheels.taskd": {"url": url, "sha256": "ab" * 32}}))
+    assert not [v for v in with_sum if v.rule == "wheel-declaration"]

@@ -10,12 +10,12 @@ of the release files: see :func:`load_crds` and ``docs/scheduler.md``.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-import yaml
-
-from ..errors import ResumableError
+from .. import safeyaml
+from ..errors import ResumableError, shown
+from ..fileio import MANIFEST_MAX_BYTES, read_text
+from ..releases import VOLCANO_BUILDS
 from .k8s import Obj
 from .volcano import is_19, is_112
 
@@ -367,28 +367,139 @@ _CRD_FIX = "Pass the release's ascend-operator-v<ver>.yaml and/or volcano-v<x>.y
 
 def load_crds(paths: Sequence[str]) -> Dict[str, Obj]:
     """CustomResourceDefinitions found in the given release YAML files (e.g. the user's
-    ``ascend-operator-v26.0.0.yaml`` and ``volcano-v1.9.0.yaml``), by name."""
+    ``ascend-operator-v26.0.0.yaml`` and ``volcano-v1.9.0.yaml``), by name.
+
+    A source is read like any user file (a regular file of at most
+    :data:`~resumable.fileio.MANIFEST_MAX_BYTES`, UTF-8, bounded YAML); every document must be a
+    Kubernetes object, and every CRD in it a well-formed ``apiextensions.k8s.io/v1`` definition
+    whose name is ``<plural>.<group>``."""
     found: Dict[str, Obj] = {}
     for raw in paths:
-        path = Path(raw)
-        try:
-            with path.open(encoding="utf-8") as handle:
-                docs = [d for d in yaml.safe_load_all(handle) if isinstance(d, dict)]
-        except (OSError, yaml.YAMLError) as exc:
-            raise CrdSourceError(f"cannot read the CRD source: {exc}", raw, _CRD_FIX) from exc
-        crds = [d for d in docs if d.get("kind") == "CustomResourceDefinition"]
+        text = read_text(raw, what="CRD source", limit=MANIFEST_MAX_BYTES, error=CrdSourceError, fix=_CRD_FIX)
+        docs = safeyaml.load_all(text, raw, safeyaml.MANIFEST, CrdSourceError, _CRD_FIX)
+        crds: List[Obj] = []
+        for index, doc in enumerate(docs):
+            if doc is None:
+                continue  # an empty document between two "---"
+            if not isinstance(doc, dict):
+                raise CrdSourceError(
+                    "document %d is %s, not a Kubernetes object (a mapping)" % (index + 1, _kind(doc)), raw, _CRD_FIX
+                )
+            if doc.get("kind") == "CustomResourceDefinition":
+                crds.append(_checked_crd(doc, raw, index))
         if not crds:
             raise CrdSourceError("the CRD source contains no CustomResourceDefinition", raw, _CRD_FIX)
+        known = _deployable()
+        names = [doc["metadata"]["name"] for doc in crds]
+        if not any(n in known for n in names):
+            raise CrdSourceError(
+                "none of the CRDs in the CRD source (%s) is one this stack deploys (%s)"
+                % (_names(names), _names(list(known))),
+                raw,
+                _CRD_FIX,
+            )
+        for doc in crds:
+            if doc["metadata"]["name"] in known:
+                _check_replaces(known[doc["metadata"]["name"]], doc, raw)
         for doc in crds:
             doc.pop("status", None)  # written by the API server, not part of what is applied
-            meta = doc.get("metadata") or {}
-            meta.pop("creationTimestamp", None)
-            found[str(meta.get("name"))] = doc
+            doc["metadata"].pop("creationTimestamp", None)
+            found[doc["metadata"]["name"]] = doc
     return found
 
 
+def _kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return "the text %s" % shown(value, 40)
+    return "the value %s" % shown(value, 40)
+
+
+def _checked_crd(doc: Obj, source: str, index: int) -> Obj:
+    """``doc`` when it is a CRD the API server would accept in the parts we rely on."""
+    meta = doc.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    label = "CustomResourceDefinition %s(document %d)" % (shown(name, 60) + " " if name else "", index + 1)
+
+    def bad(problem: str) -> CrdSourceError:
+        return CrdSourceError("%s %s" % (label, problem), source, _CRD_FIX)
+
+    if doc.get("apiVersion") != "apiextensions.k8s.io/v1":
+        raise bad("has apiVersion %s, not apiextensions.k8s.io/v1" % shown(doc.get("apiVersion"), 40))
+    if not isinstance(name, str) or not name:
+        raise bad("has no metadata.name")
+    spec = doc.get("spec")
+    if not isinstance(spec, dict):
+        raise bad("has no spec mapping")
+    group, names = spec.get("group"), spec.get("names")
+    if not isinstance(group, str) or not isinstance(names, dict):
+        raise bad("has no spec.group or spec.names")
+    plural, kind = names.get("plural"), names.get("kind")
+    if not isinstance(plural, str) or not isinstance(kind, str) or not plural or not kind:
+        raise bad("has no spec.names.plural or spec.names.kind")
+    if name != "%s.%s" % (plural, group):
+        raise bad("is not named <plural>.<group> (%s.%s)" % (shown(plural, 40)[1:-1], shown(group, 40)[1:-1]))
+    if spec.get("scope") not in ("Namespaced", "Cluster"):
+        raise bad("has spec.scope %s, not Namespaced or Cluster" % shown(spec.get("scope"), 40))
+    versions = spec.get("versions")
+    if not isinstance(versions, list) or not versions:
+        raise bad("has no spec.versions")
+    for v in versions:
+        if not isinstance(v, dict) or not isinstance(v.get("name"), str):
+            raise bad("has a spec.versions entry without a name")
+        schema = v.get("schema")
+        if not isinstance(schema, dict) or not isinstance(schema.get("openAPIV3Schema"), dict):
+            raise bad("version %s has no schema.openAPIV3Schema" % shown(v["name"], 40))
+        if not isinstance(v.get("served"), bool) or not isinstance(v.get("storage"), bool):
+            raise bad("version %s lacks served/storage booleans" % shown(v["name"], 40))
+    if sum(1 for v in versions if v["storage"]) != 1:
+        raise bad("has not exactly one storage version")
+    return doc
+
+
+def _names(names: Sequence[str]) -> str:
+    return ", ".join(shown(n, 60)[1:-1] for n in names[:8]) + (", ..." if len(names) > 8 else "")
+
+
+def _deployable() -> Dict[str, Obj]:
+    """Every CRD this stack may deploy, by name (the Volcano builds differ in which they have)."""
+    out: Dict[str, Obj] = {}
+    for build in VOLCANO_BUILDS:
+        for c in volcano_crds(build):
+            out[c["metadata"]["name"]] = c
+    asc = ascendjob_crd()
+    out[asc["metadata"]["name"]] = asc
+    return out
+
+
+def _check_replaces(ours: Obj, theirs: Obj, source: str) -> None:
+    """``theirs`` may replace ``ours`` (same name) only if it defines the same resource: same kind
+    and scope, serving every version we create objects in."""
+    mine, other = ours["spec"], theirs["spec"]
+    served = {v["name"] for v in other["versions"] if v["served"]}
+    wanted = {v["name"] for v in mine["versions"]}
+    if other["names"]["kind"] != mine["names"]["kind"] or other["scope"] != mine["scope"] or not wanted <= served:
+        raise CrdSourceError(
+            "its %s (kind %s, scope %s, served versions %s) does not define the resource this stack uses "
+            "(kind %s, scope %s, version %s)"
+            % (
+                ours["metadata"]["name"],
+                shown(other["names"]["kind"], 40),
+                shown(other["scope"], 20),
+                _names(sorted(str(v) for v in served)) or "none",
+                mine["names"]["kind"],
+                mine["scope"],
+                ", ".join(sorted(wanted)),
+            ),
+            source,
+            _CRD_FIX,
+        )
+
+
 def crds(volcano: str, verbatim: Optional[Dict[str, Obj]] = None) -> List[Obj]:
-    """Volcano CRDs then the AscendJob CRD; a CRD of the same name in ``verbatim`` replaces ours."""
+    """Volcano CRDs then the AscendJob CRD; a CRD of the same name in ``verbatim`` (checked by
+    :func:`load_crds`) replaces ours."""
     ours = [*volcano_crds(volcano), ascendjob_crd()]
     if not verbatim:
         return ours

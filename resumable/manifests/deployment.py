@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence
 
 from .. import constants as C
 from ..errors import ResumableError
+from ..fileio import PROFILE_MAX_BYTES, read_text
 from ..plan.model import JobPlan, Plan
 from . import jobs, storage
 from .k8s import Obj, meta, namespace
@@ -31,8 +31,6 @@ EXISTING_NAMESPACES = frozenset(
         C.NAMESPACE_NPU_EXPORTER,
     }
 )
-#: A profile is a few kilobytes; the ConfigMap that carries it must stay far below 1 MiB.
-PROFILE_MAX_BYTES = 256 * 1024
 IMAGE_SPEC_PREFIX = "resumable-image-"
 IMAGE_SPEC_KEY = "build.json"
 PART_OF = {"app.kubernetes.io/part-of": "ascend-resumable"}
@@ -64,24 +62,16 @@ def default_image(plan: Plan, job: JobPlan) -> str:
 
 
 def read_profile_text(plan: Plan) -> str:
-    """The profile the plan came from, for the ConfigMap ``resumable launch`` reads in the pod."""
-    path = plan.profile
-    try:
-        info = os.stat(path)
-        if not stat.S_ISREG(info.st_mode):
-            raise ResumableError("is not a regular file", path, "Name the profile file.")
-        if info.st_size > PROFILE_MAX_BYTES:
-            raise ResumableError(
-                "is larger than %d bytes and cannot travel in a ConfigMap" % PROFILE_MAX_BYTES,
-                path,
-                "Keep the profile to its settings.",
-            )
-        with open(path, encoding="utf-8") as handle:
-            return handle.read(PROFILE_MAX_BYTES + 1)
-    except OSError as exc:
-        raise ResumableError(
-            "cannot be read again (%s)" % exc, path, "Keep the file in place while rendering."
-        ) from None
+    """The profile the plan came from, for the ConfigMap ``resumable launch`` reads in the pod
+    (read as :func:`~resumable.profile.load_profile` reads it: a regular file, at most
+    :data:`~resumable.fileio.PROFILE_MAX_BYTES`, which keeps the ConfigMap far below 1 MiB)."""
+    return read_text(
+        plan.profile,
+        what="profile",
+        limit=PROFILE_MAX_BYTES,
+        error=ResumableError,
+        fix="Keep the profile file in place while rendering",
+    )
 
 
 def workload_namespaces(plan: Plan) -> List[Obj]:

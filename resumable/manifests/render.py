@@ -3,20 +3,21 @@
 ``000-namespace-mindx-dl.yaml``, ``005-customresourcedefinition-jobs.batch.volcano.sh.yaml``, ...
 ``kubectl apply -f DIR`` (files sorted by name) follows the install order, and a GitOps tool or a
 code review sees one stable file per object. The directory is replaced as a whole: the files are
-written to a temporary directory beside it, which is then renamed into place.
+written to a temporary directory beside it, which is then renamed into place; only a directory
+that an earlier render wrote (it holds the marker file ``.resumable-output``, which kubectl
+ignores) or an empty one is ever replaced.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, List, Sequence, Union
 
 import yaml
 
+from ..fileio import replace_directory
 from .k8s import Obj
 
 
@@ -54,32 +55,13 @@ def file_name(index: int, obj: Obj) -> str:
 def write_stack(objects: Sequence[Obj], out_dir: Union[str, os.PathLike[str]]) -> List[Path]:
     """Replace ``out_dir`` with one YAML file per object; return the final paths in order.
 
-    Nothing else is written. If anything fails, ``out_dir`` is left as it was.
+    Nothing else is written but the marker file that lets the next render replace the directory
+    (:func:`resumable.fileio.replace_directory`: an existing directory without it, a file or a
+    symbolic link is refused with an :class:`~resumable.fileio.OutputError`). If anything fails,
+    ``out_dir`` is left as it was and no staging directory remains.
     """
-    target = Path(out_dir)
-    if target.exists() and not target.is_dir():
-        raise NotADirectoryError(f"{target} exists and is not a directory; choose another --out")
-    parent = target.parent
-    parent.mkdir(parents=True, exist_ok=True)
     names = [file_name(i, obj) for i, obj in enumerate(objects)]
     if len(set(names)) != len(names):
         raise ValueError("two objects map to the same file name")
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent))
-    old = None
-    try:
-        for name, obj in zip(names, objects):
-            (staging / name).write_text(to_yaml(obj), encoding="utf-8")
-        os.chmod(staging, 0o755)
-        if target.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=parent))
-            os.rmdir(old)
-            os.rename(target, old)
-        os.rename(staging, target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        if old is not None and not target.exists():
-            os.rename(old, target)
-        raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-    return [target / name for name in names]
+    files = [(name, to_yaml(obj)) for name, obj in zip(names, objects)]
+    return replace_directory(os.fspath(out_dir), files, option="--out", command="resumable render")

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from typing import Any, Dict, Mapping, Optional, Tuple
 
+from .. import formats as F
 from ..choices import Component, values
 from ..constants import NODE_LABEL_MASTER, NODE_LABEL_MASTER_VALUE, NODE_LABEL_WORKER, NODE_LABEL_WORKER_VALUE
+from ..errors import ResumableError, shown
 from ..plan.model import SchedulerPlan
 from .k8s import Obj, resources
 from .traits import traits
@@ -50,6 +52,23 @@ DEFAULT_RESOURCES: Dict[str, Tuple[str, str, Optional[str]]] = {
 PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 
 
+def check_images(images: Mapping[str, str]) -> Dict[str, str]:
+    """Image overrides by component (``render --image``, Pulumi config ``images``), each a known
+    component and a well-formed image reference; raise a one-paragraph error otherwise."""
+    out: Dict[str, str] = {}
+    for component, ref in images.items():
+        where = "image override %s=%s" % (shown(component, 40)[1:-1], shown(ref, 60)[1:-1])
+        if component not in COMPONENTS:
+            raise ResumableError(
+                "unknown component %s" % shown(component, 40), where, "Components: %s." % ", ".join(COMPONENTS)
+            )
+        problem = F.problem(F.IMAGE, ref) if isinstance(ref, str) else "is not a string"
+        if problem is not None:
+            raise ResumableError(problem, where, "Write %s." % F.FORMATS[F.IMAGE].description)
+        out[component] = ref
+    return out
+
+
 def volcano_tag(volcano: str, release: str, registry: str) -> str:
     """``v1.9.0`` up to 26.0 (local retagged name); ``v1.9.0-v26.1.0`` from 26.1 and on SWR, where the
     Volcano tag embeds the MindCluster release (INST05; HELM values 26.1)."""
@@ -66,7 +85,7 @@ class Settings:
         self.plan = plan
         self.release = plan.stack_release
         self.t = traits(plan.stack_release)
-        self._images = dict(images or {})
+        self._images = check_images(images or {})
 
     def image(self, component: str) -> str:
         if component in self._images:

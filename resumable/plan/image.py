@@ -66,8 +66,9 @@ def build_image(f: JobFacts, profile_dir: Optional[str]) -> ImagePlan:
     ):
         notes.append(
             Note(
-                "torch %s on 7.2: wrap the c10d rendezvous store in PrefixStore('/worker/attempt_<restart>') "
-                "(patch torch/distributed/elastic/rendezvous as the 7.2 guide shows); 7.3 TaskD does it itself" % torch,
+                "torch %s on 7.2: the 7.2 guide edits torch/distributed/elastic/rendezvous in the image to give "
+                "each restart its own store prefix; `resumable launch` does that itself (no image edit), and "
+                "from 7.3 the TaskD patch does it too" % torch,
                 "HA72-075; MC:@v7.3.0 component/taskd/taskd/python/adaptor/patch/torch_patch.py",
             )
         )
@@ -81,4 +82,8 @@ def build_image(f: JobFacts, profile_dir: Optional[str]) -> ImagePlan:
         user=C.USER_HWHIAI,
         uid=C.UID_HWHIAI,
         notes=notes,
+        torch=img.torch,
+        torch_npu=img.torch_npu,
+        cann=img.cann,
+        mindspore=img.mindspore,
     )

@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Dict, List, Optional
 
 from .. import constants as C
+from .. import releases as R
 from ..envtable import taskd_process_enable
 from ..facts import JobFacts
+from ..versions import Version
 from .model import EnvVar, LauncherPlan, Note, TaskdManagerPlan
 
 #: The shell test PLR's train_start.sh uses to start the TaskD Manager on one pod only
@@ -16,6 +18,10 @@ MANAGER_CONDITIONS: Dict[str, str] = {
     "scheduler": '[[ "${MS_SCHED_HOST}" == "${POD_IP}" ]]',
     "none": "false",
 }
+
+
+#: The job-scoped log directory (Kubernetes ``$(VAR)`` syntax; ``resumable launch`` expands it).
+JOB_LOG_DIR = "%s/$(%s)" % (C.JOB_LOG_ROOT, C.ENV_MINDX_TASK_ID)
 
 
 def build_launcher(f: JobFacts) -> LauncherPlan:
@@ -33,7 +39,7 @@ def build_launcher(f: JobFacts) -> LauncherPlan:
             )
         )
         if C.ENV_TASKD_LOG_PATH not in job.env:  # the profile's own value wins (it is in the container env)
-            env.append(EnvVar(C.ENV_TASKD_LOG_PATH, "/job/code/alllogs/$(MINDX_TASK_ID)/taskd", reason="ENV Table 5"))
+            env.append(EnvVar(C.ENV_TASKD_LOG_PATH, JOB_LOG_DIR + "/taskd", reason="ENV Table 5"))
     if job.launcher == "msrun":
         args = [
             "--worker_num=%d" % (job.nodes * job.npus_per_node),
@@ -51,10 +57,15 @@ def build_launcher(f: JobFacts) -> LauncherPlan:
             "--master_addr=$MASTER_ADDR",
             "--master_port=$MASTER_PORT",
         ]
-        if r.max_restarts is not None:
-            args.append("--max_restarts=%d" % r.max_restarts)
+        max_restarts = r.max_restarts
+        if max_restarts is None and (f.uses_taskd or f.uses_mindx_elastic):
+            max_restarts = C.MAX_RESTARTS_UNDER_AGENT
+            notes.append(Note("--max_restarts=%d: the default under the in-container agent" % max_restarts, "RTO 表2"))
+        if max_restarts is not None:
+            args.append("--max_restarts=%d" % max_restarts)
         if r.monitor_interval is not None:
             args.append("--monitor_interval=%d" % r.monitor_interval)
+    options = list(args)
     args.append(job.script)
     args.extend(job.script_args)
     where = f.taskd_manager_where
@@ -70,6 +81,19 @@ def build_launcher(f: JobFacts) -> LauncherPlan:
     if where == "rank0":
         notes.append(
             Note("rank 0 exports MASTER_ADDR=$POD_IP before starting the TaskD Manager", "PLR 适配训练脚本; RT04")
+        )
+    # torch >= 2.6 keeps one TCPStore for all restarts of a static rendezvous ("We create a new TCPStore
+    # for every retry so no need to add prefix", rendezvous.py), so restarted workers read the old
+    # attempt's addresses and fail to connect; MindCluster 7.2 edits rendezvous.py, TaskD 7.3 patches it.
+    attempt_store = job.launcher != "msrun" and f.torch is not None and f.torch >= Version(R.PREFIX_STORE_TORCH)
+    if attempt_store:
+        notes.append(
+            Note(
+                "torch %s: the workers of each restart use PrefixStore('%s<n>') on the agent's store"
+                % (f.torch, C.ATTEMPT_STORE_PREFIX),
+                "HA72-075; TORCH rendezvous.py _create_c10d_store; "
+                "MC:component/taskd/taskd/python/adaptor/patch/torch_patch.py",
+            )
         )
     jit: Optional[bool] = {"binaries": False, "cache": True}.get(job.compile.mode)
     call: Optional[str] = None
@@ -90,4 +114,9 @@ def build_launcher(f: JobFacts) -> LauncherPlan:
         jit_compile=jit,
         compile_call=call,
         notes=notes,
+        options=options,
+        script=job.script,
+        script_args=list(job.script_args),
+        log_dir=JOB_LOG_DIR + "/resumable",
+        attempt_store_prefix=attempt_store,
     )

@@ -206,6 +206,11 @@ class ImagePlan(PlanPart):
     user: str
     uid: int
     notes: List[Note]
+    #: the software the profile says the image has (``resumable doctor`` compares what is installed)
+    torch: Optional[str] = None
+    torch_npu: Optional[str] = None
+    cann: Optional[str] = None
+    mindspore: Optional[str] = None
 
 
 @dataclasses.dataclass
@@ -237,6 +242,15 @@ class LauncherPlan(PlanPart):
     #: on PyTorch (RTO 表9/表10), mindspore...op_tuning.op_compile on MindSpore (MS-OPCOMPILE)
     compile_call: Optional[str]
     notes: List[Note]
+    #: ``args`` split: the launcher's own options (``$VAR`` read from the container environment), then
+    #: the training script and its arguments (``resumable launch -- SCRIPT ARGS`` replaces those two)
+    options: List[str] = dataclasses.field(default_factory=list)
+    script: str = ""
+    script_args: List[str] = dataclasses.field(default_factory=list)
+    #: job-scoped log directory (``$(VAR)`` expanded in the container): recovery timeline, manager log
+    log_dir: str = ""
+    #: each restart attempt's workers use their own key prefix on the agent's TCPStore (torch >= 2.6)
+    attempt_store_prefix: bool = False
 
 
 @dataclasses.dataclass

@@ -153,5 +153,5 @@ def build_nodes(profile: Profile, facts: List[JobFacts]) -> NodePlan:
             }
         ],
         ranktable_access=dict(RANKTABLE_ACCESS),
-        node_profile={"path": C.NODE_PROFILE_PATH, "env": C.ENV_RESUMABLE_PROFILE},
+        node_profile={"path": C.PROFILE_PATH, "env": C.ENV_RESUMABLE_PROFILE},
     )

@@ -57,6 +57,6 @@ def build_scheduler(profile: Profile, facts: List[JobFacts]) -> SchedulerPlan:
         hot_reset=hot_reset,
         list_watch_period=s.list_watch_period,
         report_interval=s.report_interval,
-        resources={k: dict(v) for k, v in s.resources.items()},
+        resources={k: {str(name): q for name, q in v.items()} for k, v in s.resources.items()},
         notes=notes,
     )

@@ -1,10 +1,27 @@
-"""The plan as text for people: what will be set where, and the recovery-time budget."""
+"""The plan as text for people: what will be set where, and the recovery-time budget.
+
+Values come from the profile, so the text is made safe to print: control characters are escaped
+(a value cannot move the cursor, clear the terminal or start a line that looks like ours) and the
+launcher command line is shell-quoted.
+"""
 
 from __future__ import annotations
 
+import re
+import shlex
 from typing import List
 
+from ..errors import escape_controls
 from .model import BudgetLine, EnvVar, JobPlan, Plan
+
+# Arguments the plan writes as ``--flag=$VARIABLE``: expanded in the container, so shown unquoted.
+_ENV_REFERENCE = re.compile(r"--[A-Za-z0-9_-]+=\$[A-Za-z_][A-Za-z0-9_]*")
+
+
+def command_line(program: str, args: List[str]) -> str:
+    """``program args...`` as a shell would read it: every argument quoted where it needs to be,
+    except the plan's own ``--flag=$VARIABLE`` references."""
+    return " ".join([shlex.quote(program)] + [a if _ENV_REFERENCE.fullmatch(a) else shlex.quote(a) for a in args])
 
 
 def _env(e: EnvVar) -> str:
@@ -62,7 +79,7 @@ def _job(job: JobPlan) -> List[str]:
         if img.runpy_patch:
             out.append("    torch/distributed/run.py: %r before %r" % (img.runpy_patch, img.runpy_anchor))
     lau = job.launcher
-    out.append("  launcher: %s %s" % (lau.launcher, " ".join(lau.args)))
+    out.append("  launcher: %s" % command_line(lau.launcher, lau.args))
     if lau.ld_preload:
         out.append("    LD_PRELOAD=%s:$LD_PRELOAD" % ":".join(lau.ld_preload))
     m = lau.taskd_manager
@@ -124,4 +141,4 @@ def render_text(plan: Plan) -> str:
         out.append("findings:")
         for v in plan.violations:
             out.append("  %s [%s] %s: %s" % (v.severity, v.rule, ", ".join(v.paths), v.message))
-    return "\n".join(out) + "\n"
+    return "".join(escape_controls(line) + "\n" for line in out)

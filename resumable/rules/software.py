@@ -204,11 +204,12 @@ def wheel_declaration(profile: Profile, f: JobFacts) -> Iterable[Finding]:
                 "Give the file's sha256 as printed by `sha256sum <file>`.",
             )
         if spec.url is not None and spec.sha256 is None:
+            # the image build refuses such a download (resumable.runtime.context); say it here first
             yield Finding(
                 [where[0] + ".sha256"],
-                "image.wheels.%s is downloaded from a URL without a sha256 to check it against" % name,
-                "Add image.wheels.%s.sha256." % name,
-                severity=WARNING,
+                "image.wheels.%s is downloaded from a URL without a sha256 to check it against, which the "
+                "image build refuses" % name,
+                "Add image.wheels.%s.sha256 (a file may go without one; a download may not)." % name,
             )
         location = spec.file if spec.file is not None else spec.url
         assert location is not None

@@ -246,17 +246,18 @@ def test_npu_exporter_mounts_only_the_runtime_sockets() -> None:
 
 
 def test_crd_sources_are_deployed_verbatim(tmp_path: Any) -> None:
-    user_crd = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "ascendjobs.mindxdl.gitee.com", "creationTimestamp": None},
-        "spec": {"group": "mindxdl.gitee.com", "marker": "from-the-user"},
-    }
+    from resumable.manifests.crds import ascendjob_crd
+
+    user_crd = ascendjob_crd()
+    user_crd["metadata"]["creationTimestamp"] = None
+    user_crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["description"] = "from-the-user"
+    user_crd["status"] = {"acceptedNames": {}}
     path = tmp_path / "ascend-operator-v7.3.0.yaml"
     path.write_text(yaml.safe_dump_all([{"kind": "ServiceAccount", "metadata": {"name": "x"}}, user_crd]))
     objects = build_stack(scheduler_plan(), crd_sources=[str(path)])
     crd = first(objects, "CustomResourceDefinition", "ascendjobs.mindxdl.gitee.com")
-    assert crd["spec"]["marker"] == "from-the-user" and "creationTimestamp" not in crd["metadata"]
+    assert crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["description"] == "from-the-user"
+    assert "creationTimestamp" not in crd["metadata"] and "status" not in crd
     assert first(objects, "CustomResourceDefinition", "jobs.batch.volcano.sh")["spec"]["group"] == "batch.volcano.sh"
 
 
@@ -267,5 +268,5 @@ def test_crd_source_errors_are_one_paragraph(tmp_path: Any) -> None:
     empty.write_text("kind: ServiceAccount\nmetadata: {name: x}\n")
     with pytest.raises(CrdSourceError, match="no CustomResourceDefinition"):
         build_stack(scheduler_plan(), crd_sources=[str(empty)])
-    with pytest.raises(CrdSourceError, match="cannot read"):
+    with pytest.raises(CrdSourceError, match="no such file"):
         build_stack(scheduler_plan(), crd_sources=[str(tmp_path / "missing.yaml")])

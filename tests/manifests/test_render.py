@@ -1,4 +1,5 @@
-"""``write_stack``: one numbered YAML file per object, deterministic, never half-written."""
+"""``write_stack``: one numbered YAML file per object, deterministic, never half-written, and never
+replacing a directory it did not write."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any, List
 import pytest
 import yaml
 
+from resumable.fileio import MARKER, OutputError
 from resumable.manifests import build_stack
 from resumable.manifests import render as render_module
 from resumable.manifests.render import write_stack
@@ -23,7 +25,8 @@ def objects() -> List[Any]:
 def test_one_file_per_object_in_order(tmp_path: Path) -> None:
     objs = objects()
     written = write_stack(objs, tmp_path / "out")
-    assert [p.name for p in written] == sorted(os.listdir(tmp_path / "out"))
+    assert [p.name for p in written] == sorted(os.listdir(tmp_path / "out"))[1:]
+    assert sorted(os.listdir(tmp_path / "out"))[0] == MARKER
     assert len(written) == len(objs)
     assert written[0].name == "000-namespace-mindx-dl.yaml"
     assert all(p.name[:3] == f"{i:03d}" for i, p in enumerate(written))
@@ -45,13 +48,40 @@ def test_deterministic(tmp_path: Path) -> None:
     assert [p.read_bytes() for p in a] == [p.read_bytes() for p in b]
 
 
-def test_replaces_previous_output_and_leaves_nothing_else(tmp_path: Path) -> None:
+def test_replaces_its_own_previous_output_and_leaves_nothing_else(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    write_stack(objects(), out)
+    (out / "stale.yaml").write_text("old")  # e.g. an object an older release rendered
+    written = write_stack(objects(), out)
+    assert sorted(os.listdir(out)) == sorted([MARKER] + [p.name for p in written])
+    assert sorted(os.listdir(tmp_path)) == ["out"]
+
+
+def test_an_empty_directory_is_used(tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
-    (out / "stale.yaml").write_text("old")
     written = write_stack(objects(), out)
-    assert sorted(os.listdir(out)) == sorted(p.name for p in written)
-    assert sorted(os.listdir(tmp_path)) == ["out"]
+    assert sorted(os.listdir(out)) == sorted([MARKER] + [p.name for p in written])
+
+
+def test_refuses_a_directory_of_unrelated_files(tmp_path: Path) -> None:
+    out = tmp_path / "home"
+    out.mkdir()
+    (out / "thesis.tex").write_text("years of work")
+    with pytest.raises(OutputError, match="did not write"):
+        write_stack(objects(), out)
+    assert os.listdir(out) == ["thesis.tex"]
+    assert sorted(os.listdir(tmp_path)) == ["home"]
+
+
+def test_refuses_a_symbolic_link(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    write_stack(objects(), real)
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    with pytest.raises(OutputError, match="symbolic link"):
+        write_stack(objects(), link)
+    assert link.is_symlink() and (real / MARKER).exists()
 
 
 def test_failure_keeps_the_old_directory(tmp_path: Path, monkeypatch: Any) -> None:
@@ -70,14 +100,50 @@ def test_failure_keeps_the_old_directory(tmp_path: Path, monkeypatch: Any) -> No
     monkeypatch.setattr(render_module, "to_yaml", failing)
     with pytest.raises(RuntimeError):
         write_stack(objects(), out)
-    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert {p.name: p.read_bytes() for p in out.glob("*.yaml")} == before
     assert sorted(os.listdir(tmp_path)) == ["out"]
+
+
+@pytest.mark.parametrize("failing_call", [1, 2])
+def test_a_failed_swap_restores_the_previous_output(tmp_path: Path, monkeypatch: Any, failing_call: int) -> None:
+    """The swap is two renames (old output aside, staging into place); whichever fails, the
+    previous output is back where it was and neither the staging nor the set-aside copy remains."""
+
+    out = tmp_path / "out"
+    first = write_stack(objects(), out)
+    before = {p.name: p.read_bytes() for p in first}
+    calls = {"n": 0}
+    real_rename = os.rename
+
+    def rename(src: str, dst: str) -> None:
+        calls["n"] += 1
+        if calls["n"] == failing_call:
+            raise OSError(28, "No space left on device")
+        real_rename(src, dst)
+
+    monkeypatch.setattr(os, "rename", rename)
+    with pytest.raises(OutputError, match="No space left on device"):
+        write_stack(objects(), out)
+    monkeypatch.undo()
+    assert {p.name: p.read_bytes() for p in out.glob("*.yaml")} == before
+    assert sorted(os.listdir(tmp_path)) == ["out"]
+
+
+def test_a_failed_write_removes_the_parents_it_created(tmp_path: Path, monkeypatch: Any) -> None:
+
+    def chmod(*args: Any) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, "chmod", chmod)
+    with pytest.raises(OutputError, match="Input/output error"):
+        write_stack(objects(), tmp_path / "a" / "b" / "out")
+    assert os.listdir(tmp_path) == []
 
 
 def test_refuses_a_file_as_output(tmp_path: Path) -> None:
     target = tmp_path / "out"
     target.write_text("not a directory")
-    with pytest.raises(NotADirectoryError):
+    with pytest.raises(OutputError, match="not a directory"):
         write_stack(objects(), target)
     assert target.read_text() == "not a directory"
     assert sorted(os.listdir(tmp_path)) == ["out"]
@@ -92,7 +158,7 @@ def test_cli_render_of_the_example(tmp_path: Path) -> None:
         pytest.skip("examples/pytorch-process-recovery.yaml not present")
     out = tmp_path / "stack"
     assert cli.main(["render", str(example), "--out", str(out)]) == 0
-    docs = {p.name: yaml.safe_load(p.read_text()) for p in sorted(out.iterdir())}
+    docs = {p.name: yaml.safe_load(p.read_text()) for p in sorted(out.glob("*.yaml"))}
     by = {(d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"]): d for d in docs.values()}
     assert ("CustomResourceDefinition", "", "ascendjobs.mindxdl.gitee.com") in by
     assert ("CustomResourceDefinition", "", "jobs.batch.volcano.sh") in by

@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""Recovery time on the CPU: fault -> first resumed training step, real torchrun under ``resumable launch``.
+
+Each trial starts the checkpointing training job of the runtime tests (tests/fixtures/runtime/
+train_ckpt.py: 2 workers, gloo, a checkpoint every 5 steps), waits for step 12, SIGKILLs rank 1 and
+measures until rank 0 logs its first step of the restarted group. Trials alternate (ABBA) between
+the plan's settings (``--monitor_interval`` of examples/pytorch-process-recovery.yaml) and the
+default (``monitor_interval`` 5 s, RTO 表2), and each round also measures the
+floor: a fresh interpreter importing torch and loading the checkpoint, which any restart pays. The
+detection delay is uniform between 0 and monitor_interval, so single runs mislead: medians of at
+least 10 trials each are printed, with the ratios against the targets (plan <= 0.5 x default,
+plan <= 2 x floor). The timeline of each run also gives the launcher-measured fault -> restart time.
+
+usage: python benchmarks/recovery_cpu.py [--trials N] [--json]   (needs torch; run from the project)
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIXTURES = os.path.join(ROOT, "tests", "fixtures", "runtime")
+TRAIN = os.path.join(FIXTURES, "train_ckpt.py")
+sys.path.insert(0, FIXTURES)
+from build_fixtures import cpu_profile  # noqa: E402  (the profile the runtime tests use)
+
+EXAMPLE = os.path.join(ROOT, "examples", "pytorch-process-recovery.yaml")
+DEFAULT_MONITOR_INTERVAL = 5  # RTO 表2: "不配置该参数时默认为5秒"
+TARGET_VS_DEFAULT, TARGET_VS_FLOOR = 0.5, 2.0
+FAULT_AT_STEP = 12
+
+
+def plan_monitor_interval() -> int:
+    sys.path.insert(0, ROOT)
+    from resumable.api import job_plan, load_plan
+
+    for option in job_plan(load_plan(EXAMPLE)).launcher.options:
+        if option.startswith("--monitor_interval="):
+            return int(option.split("=", 1)[1])
+    return DEFAULT_MONITOR_INTERVAL
+
+
+def jsonl(path: str) -> List[Dict[str, Any]]:
+    out = []
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                with contextlib.suppress(ValueError):  # a line being written
+                    out.append(json.loads(line))
+    return out
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def trial(monitor: int, torch_version: str, work: str) -> Dict[str, float]:
+    profile = os.path.join(work, "profile.yaml")
+    with open(profile, "w", encoding="utf-8") as handle:
+        handle.write(cpu_profile(name="bench", max_restarts=3, monitor=monitor, torch=torch_version))
+    logs, ckpt, progress = (os.path.join(work, n) for n in ("logs", "ckpt", "progress.jsonl"))
+    env = dict(os.environ, RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    for name in ("PYTHONPATH", "LD_PRELOAD", "RESUMABLE_PROFILE", "RESUMABLE_JOB"):
+        env.pop(name, None)
+    argv = [sys.executable, "-m", "resumable", "launch", "--profile", profile, "--log-dir", logs, "--"]
+    argv += [TRAIN, "--ckpt", ckpt, "--progress", progress, "--steps", "100000", "--step-seconds", "0.05"]
+    proc = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 300
+        while not any(e.get("event") == "step" and e["step"] >= FAULT_AT_STEP for e in jsonl(progress)):
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise RuntimeError("the job did not reach step %d" % FAULT_AT_STEP)
+            time.sleep(0.02)
+        timeline = os.path.join(logs, os.listdir(logs)[0])
+        victim = next(e for e in jsonl(timeline) if e["event"] == "worker-start" and e["rank"] == 1)
+        fault = time.time()
+        os.kill(victim["pid"], signal.SIGKILL)
+        while True:
+            resumed = [e for e in jsonl(progress) if e.get("event") == "step" and e["restart"] >= 1]
+            if resumed:
+                break
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise RuntimeError("the job did not resume")
+            time.sleep(0.02)
+        restart = next(e for e in jsonl(timeline) if e["event"] == "restart")
+        # fault -> the new workers started (the timeline's view: detection by the agent + stop + spawn)
+        return {"recovery": resumed[0]["time"] - fault, "restart": restart["time"] - fault}
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def floor(ckpt: str) -> float:
+    began = time.time()
+    out = subprocess.run([sys.executable, TRAIN, "--floor", "--ckpt", ckpt], check=True, stdout=subprocess.PIPE).stdout
+    loaded = json.loads(out.decode().strip().splitlines()[-1])
+    return float(loaded["finished"]) - began
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=10, help="trials per setting (at least 10 for figures)")
+    parser.add_argument("--json", action="store_true", help="also print the raw figures as JSON")
+    args = parser.parse_args()
+    from importlib import metadata
+
+    try:
+        version = metadata.version("torch").split("+")[0]
+    except metadata.PackageNotFoundError:
+        print("torch is not installed (make test-venv installs torch==2.13.0)", file=sys.stderr)
+        return 2
+    plan_mi = plan_monitor_interval()
+    settings = {"plan": plan_mi, "default": DEFAULT_MONITOR_INTERVAL}
+    results: Dict[str, List[Dict[str, float]]] = {"plan": [], "default": []}
+    floors: List[float] = []
+    load_before = os.getloadavg()
+    began = time.time()
+    for i in range(args.trials):
+        order = ["plan", "default"] if i % 2 == 0 else ["default", "plan"]
+        for name in order:
+            with tempfile.TemporaryDirectory(prefix="recovery-bench-") as work:
+                results[name].append(trial(settings[name], version, work))
+                if name == order[-1]:
+                    floors.append(floor(os.path.join(work, "ckpt")))
+        print(
+            "round %d/%d: plan %.2f s, default %.2f s, floor %.2f s"
+            % (i + 1, args.trials, results["plan"][-1]["recovery"], results["default"][-1]["recovery"], floors[-1]),
+            file=sys.stderr,
+        )
+    med = {k: {m: statistics.median(t[m] for t in v) for m in ("recovery", "restart")} for k, v in results.items()}
+    fl = statistics.median(floors)
+    vs_default = med["plan"]["recovery"] / med["default"]["recovery"]
+    vs_floor = med["plan"]["recovery"] / fl
+    print(
+        "recovery_cpu: torch %s, 2 workers (gloo), %d alternated trials per setting, %.0f s"
+        % (version, args.trials, time.time() - began)
+    )
+    if args.trials < 10:
+        print("  (fewer than 10 trials: the figures below are not meaningful)")
+    print(
+        "  load average before/after: %.1f / %.1f on %d CPUs"
+        % (load_before[0], os.getloadavg()[0], os.cpu_count() or 0)
+    )
+    print("  median fault -> first resumed step:")
+    for name, label in (
+        ("plan", "plan (monitor_interval %d)" % plan_mi),
+        ("default", "default (monitor_interval %d)" % DEFAULT_MONITOR_INTERVAL),
+    ):
+        m = med[name]
+        print("    %-36s %6.2f s   (new workers started after %.2f s)" % (label, m["recovery"], m["restart"]))
+    print("    %-36s %6.2f s   (fresh interpreter: import torch + load the checkpoint)" % ("floor", fl))
+    print(
+        "  plan / default = %.2f  (target <= %.1f: %s)"
+        % (vs_default, TARGET_VS_DEFAULT, "met" if vs_default <= TARGET_VS_DEFAULT else "NOT met")
+    )
+    print(
+        "  plan / floor   = %.2f  (target <= %.1f: %s)"
+        % (vs_floor, TARGET_VS_FLOOR, "met" if vs_floor <= TARGET_VS_FLOOR else "NOT met")
+    )
+    restart_ratio = med["plan"]["restart"] / med["default"]["restart"]
+    print("  fault -> workers restarted only: plan / default = %.2f (the part --monitor_interval sets)" % restart_ratio)
+    if args.json:
+        print(json.dumps({"settings": settings, "trials": results, "floors": floors, "medians": med, "floor": fl}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,273 @@
+"""Formats of the strings a profile (and ``render --image``) hands to Kubernetes, a shell or a path.
+
+A profile string ends up in a Kubernetes object (a name, a label value, a quantity, an image
+reference), in a container environment (a variable name) or in a mount (a path inside the pod).
+Whatever the API server, the kubelet or the shell would refuse later, or worse accept with another
+meaning, is refused here, when the profile is bound, with the field's path and a fix. The
+binder (:mod:`resumable.binding`) applies a format named in a field's ``spec(format=...)``; the
+JSON Schema and docs/profile.md show the same format's pattern and description.
+
+Sources: Kubernetes object names and label values (kubernetes.io/docs/concepts/overview/
+working-with-objects/names, .../labels), resource quantities (k8s.io/apimachinery
+pkg/api/resource/quantity.go, the ``<quantity>`` grammar), image references (the
+distribution/reference grammar, github.com/distribution/reference regexp.go), environment variable
+names (POSIX.1-2017 Base Definitions 8.1: letters, digits and underscore, not starting with a digit).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import posixpath
+import re
+from typing import Callable, Dict, NamedTuple, Optional
+
+from .errors import shown
+
+# --- names -----------------------------------------------------------------------------------------
+
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_LABEL_VALUE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_HOST_LABEL = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?")
+
+# --- Kubernetes quantities (apimachinery resource.Quantity) -------------------------------------------
+
+_QUANTITY = re.compile(r"([+-]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)([KMGTPE]i|[mkMGTPE]|[eE][+-]?[0-9]+)?")
+
+# --- image references (distribution/reference) ---------------------------------------------------------
+
+_DOMAIN_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_DOMAIN = r"(?:%s(?:\.%s)*|\[[0-9A-Fa-f:.]+\])(?::[0-9]+)?" % (_DOMAIN_COMPONENT, _DOMAIN_COMPONENT)
+_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_REMOTE = r"%s(?:/%s)*" % (_PATH_COMPONENT, _PATH_COMPONENT)
+_TAG = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
+_DIGEST = r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}"
+# The first component is a registry when it has a dot, a port or is localhost (as docker decides).
+_IMAGE = re.compile(
+    r"(?:(?P<domain>%s)/)?(?P<remote>%s)(?::(?P<tag>%s))?(?:@(?P<digest>%s))?" % (_DOMAIN, _REMOTE, _TAG, _DIGEST)
+)
+_REGISTRY = re.compile(r"(?:%s)(?:/%s)*/?" % (_DOMAIN, _PATH_COMPONENT))
+_IMAGE_MAX = 512  # docker: a name of at most 255 characters, plus tag and digest
+
+
+class Format(NamedTuple):
+    """A string format: ``check`` returns what is wrong with a value (None when it is fine)."""
+
+    name: str
+    #: what a valid value is, for messages and docs ("a Kubernetes quantity such as 200Gi")
+    description: str
+    check: Callable[[str], Optional[str]]
+    #: an ECMA-262 pattern for the JSON Schema (None when a pattern cannot say it)
+    pattern: Optional[str] = None
+    max_length: Optional[int] = None
+
+
+def _regex_check(regex: re.Pattern[str], max_length: int, what: str) -> Callable[[str], Optional[str]]:
+    def check(value: str) -> Optional[str]:
+        if not value:
+            return "is empty"
+        if len(value) > max_length:
+            return "is %d characters long (at most %d)" % (len(value), max_length)
+        if regex.fullmatch(value) is None:
+            return "%s is not %s" % (shown(value), what)
+        return None
+
+    return check
+
+
+def _dns_subdomain(value: str) -> Optional[str]:
+    if not value:
+        return "is empty"
+    if len(value) > 253:
+        return "is %d characters long (at most 253)" % len(value)
+    if not all(_DNS_LABEL.fullmatch(part) and len(part) <= 63 for part in value.split(".")):
+        return "%s is not a DNS subdomain name" % shown(value)
+    return None
+
+
+def quantity_problem(value: str, positive: bool = False) -> Optional[str]:
+    """What is wrong with ``value`` as a Kubernetes quantity (``500m``, ``8``, ``200Gi``, ``1e3``)."""
+    if not value:
+        return "is empty"
+    if len(value) > 64:
+        return "is %d characters long (at most 64)" % len(value)
+    m = _QUANTITY.fullmatch(value)
+    if m is None:
+        return "%s is not a Kubernetes quantity" % shown(value)
+    sign, number, _suffix = m.groups()
+    if sign == "-" and float(number) != 0:
+        return "%s is negative" % shown(value)
+    if positive and float(number) == 0:
+        return "%s is zero" % shown(value)
+    return None
+
+
+def _host(value: str) -> Optional[str]:
+    if not value:
+        return "is empty"
+    try:
+        ipaddress.ip_address(value)
+        return None
+    except ValueError:
+        pass
+    if len(value) > 253 or not all(_HOST_LABEL.fullmatch(p) and len(p) <= 63 for p in value.split(".")):
+        return "%s is neither an IP address nor a host name" % shown(value)
+    return None
+
+
+def _absolute_path(value: str, allow_root: bool) -> Optional[str]:
+    if not value:
+        return "is empty"
+    if len(value) > 4096:
+        return "is %d characters long (at most 4096)" % len(value)
+    if not value.startswith("/"):
+        return "%s is not an absolute path" % shown(value)
+    if allow_root and len(value) > 1 and value.endswith("/"):
+        value = value[:-1]  # an export written as /exports/ascend/ is the same export
+    if ".." in value.split("/"):
+        return "%s contains '..'" % shown(value)
+    if posixpath.normpath(value) != value or value.startswith("//"):
+        return "%s is not normalised (write it as %s)" % (shown(value), shown(posixpath.normpath(value)))
+    if value == "/" and not allow_root:
+        return "is the root directory '/'"
+    return None
+
+
+def _file_path(value: str) -> Optional[str]:
+    if not value:
+        return "is empty"
+    if len(value) > 4096:
+        return "is %d characters long (at most 4096)" % len(value)
+    if value != value.strip():
+        return "%s has spaces around it" % shown(value)
+    if value.endswith("/"):
+        return "%s names a directory, not a file" % shown(value)
+    return None
+
+
+def _image(value: str) -> Optional[str]:
+    if not value:
+        return "is empty"
+    if len(value) > _IMAGE_MAX:
+        return "is %d characters long (at most %d)" % (len(value), _IMAGE_MAX)
+    m = _IMAGE.fullmatch(value)
+    if m is None:
+        return "%s is not an image reference" % shown(value)
+    name = (m.group("domain") + "/" if m.group("domain") else "") + m.group("remote")
+    if len(name) > 255:
+        return "its repository name is %d characters long (at most 255)" % len(name)
+    return None
+
+
+def _registry(value: str) -> Optional[str]:
+    if not value:
+        return None  # the release's local image names
+    if len(value) > 255 or _REGISTRY.fullmatch(value) is None:
+        return "%s is not a registry prefix" % shown(value)
+    return None
+
+
+def _token(value: str) -> Optional[str]:
+    if not value:
+        return "is empty"
+    if len(value) > 253:
+        return "is %d characters long (at most 253)" % len(value)
+    if any(c.isspace() for c in value):
+        return "%s contains white space" % shown(value)
+    return None
+
+
+DNS_LABEL = "dns-label"
+DNS_SUBDOMAIN = "dns-subdomain"
+LABEL_VALUE = "label-value"
+ENV_NAME = "env-name"
+QUANTITY = "quantity"
+SIZE = "size"
+HOST = "host"
+CONTAINER_PATH = "container-path"
+SERVER_PATH = "server-path"
+FILE_PATH = "file-path"
+IMAGE = "image"
+REGISTRY = "registry"
+TOKEN = "token"
+
+_QUANTITY_PATTERN = r"^[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([KMGTPE]i|[mkMGTPE]|[eE][+-]?[0-9]+)?$"
+
+FORMATS: Dict[str, Format] = {
+    f.name: f
+    for f in [
+        Format(
+            DNS_LABEL,
+            "a Kubernetes name: lower-case letters, digits and '-', starting and ending with a letter "
+            "or digit, at most 63 characters",
+            _regex_check(_DNS_LABEL, 63, "a valid Kubernetes name"),
+            "^" + _DNS_LABEL.pattern + "$",
+            63,
+        ),
+        Format(
+            DNS_SUBDOMAIN,
+            "a Kubernetes object name (DNS subdomain): lower-case letters, digits, '-' and '.', at most 253 characters",
+            _dns_subdomain,
+            r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
+            253,
+        ),
+        Format(
+            LABEL_VALUE,
+            "a Kubernetes label value: letters, digits, '-', '_' and '.', starting and ending with a "
+            "letter or digit, at most 63 characters",
+            _regex_check(_LABEL_VALUE, 63, "a valid Kubernetes label value"),
+            "^" + _LABEL_VALUE.pattern + "$",
+            63,
+        ),
+        Format(
+            ENV_NAME,
+            "an environment variable name: letters, digits and '_', not starting with a digit",
+            _regex_check(_ENV_NAME, 1024, "an environment variable name"),
+            "^" + _ENV_NAME.pattern + "$",
+        ),
+        Format(
+            QUANTITY,
+            "a Kubernetes quantity such as 500m, 8, 8Gi or 1e3, not negative",
+            quantity_problem,
+            _QUANTITY_PATTERN,
+            64,
+        ),
+        Format(
+            SIZE,
+            "a Kubernetes quantity above zero such as 200Gi or 2Ti",
+            lambda value: quantity_problem(value, positive=True),
+            _QUANTITY_PATTERN,
+            64,
+        ),
+        Format(HOST, "an IP address or a host name", _host, r"^[0-9A-Za-z.:-]+$", 253),
+        Format(
+            CONTAINER_PATH,
+            "an absolute, normalised path inside the container (no '..', not '/')",
+            lambda value: _absolute_path(value, allow_root=False),
+            r"^(/[^/]+)+$",
+            4096,
+        ),
+        Format(
+            SERVER_PATH,
+            "an absolute, normalised path on the server (no '..'; a trailing '/' is allowed)",
+            lambda value: _absolute_path(value, allow_root=True),
+            r"^/([^/]+(/[^/]+)*/?)?$",
+            4096,
+        ),
+        Format(FILE_PATH, "a file path", _file_path, r"^\S(.*\S)?$", 4096),
+        Format(
+            IMAGE,
+            "an image reference such as registry.example.com/ai/train:1.0 (no spaces; lower-case repository)",
+            _image,
+            None,
+            _IMAGE_MAX,
+        ),
+        Format(REGISTRY, "a registry prefix such as registry.example.com/mindx, or empty", _registry, None, 255),
+        Format(TOKEN, "a word without white space", _token, r"^\S+$", 253),
+    ]
+}
+
+
+def problem(format_name: str, value: str) -> Optional[str]:
+    """What is wrong with ``value`` in format ``format_name`` (None when it is fine)."""
+    return FORMATS[format_name].check(value)

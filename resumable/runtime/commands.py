@@ -1,0 +1,185 @@
+"""The runtime subcommands: launch, doctor, timeline, image patch-torchrun|context|wheel-deps."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+from typing import Any, List, Optional, Tuple
+
+from .. import constants as C
+from ..api import job_plan, load_plan
+from ..errors import ResumableError
+from ..plan.model import JobPlan, Plan
+
+EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
+
+
+def default_profile() -> str:
+    return os.environ.get(C.ENV_RESUMABLE_PROFILE) or C.PROFILE_PATH
+
+
+def load_job(profile: Optional[str], job: Optional[str]) -> Tuple[str, Plan, JobPlan]:
+    """The plan of the job this container runs: --profile/--job, else $RESUMABLE_PROFILE (default
+    /etc/resumable/profile.yaml, where job templates mount it) and $RESUMABLE_JOB."""
+    path = profile or default_profile()
+    if not os.path.exists(path):
+        raise ResumableError(
+            "no profile here",
+            path,
+            "Pass --profile FILE or set %s (job templates mount the profile at %s and set %s)."
+            % (C.ENV_RESUMABLE_PROFILE, C.PROFILE_PATH, C.ENV_RESUMABLE_JOB),
+        )
+    plan = load_plan(path)
+    return path, plan, job_plan(plan, job or os.environ.get(C.ENV_RESUMABLE_JOB) or None)
+
+
+def _profile_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--profile",
+        metavar="FILE",
+        help="the profile (default: $%s, else %s)" % (C.ENV_RESUMABLE_PROFILE, C.PROFILE_PATH),
+    )
+    p.add_argument(
+        "--job", metavar="NAME", help="the job (default: $%s, else the profile's only job)" % C.ENV_RESUMABLE_JOB
+    )
+
+
+def cmd_launch(args: argparse.Namespace) -> int:
+    from .launch import build_spec, render_dry_run
+
+    path, _, job = load_job(args.profile, args.job)
+    argv: List[str] = list(args.script)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    spec = build_spec(job, os.environ, argv, args.log_dir)
+    if args.dry_run:
+        sys.stdout.write(render_dry_run(spec, path))
+        if spec.problems:
+            print(
+                "error: %s: a launch here would fail: %s. Fix the items marked `problem` above."
+                % (path, "; ".join(spec.problems)),
+                file=sys.stderr,
+            )
+            return EXIT_INVALID
+        return EXIT_OK
+    if spec.problems:
+        raise ResumableError(
+            "cannot launch job %s: %s" % (job.name, "; ".join(spec.problems)),
+            path,
+            "`resumable launch --dry-run` shows everything the launch would do.",
+        )
+    from .supervisor import run
+
+    return run(spec)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from .doctor import failed, render_table, run_checks, to_json
+
+    path, _, job = load_job(args.profile, args.job)
+    checks = run_checks(job, os.environ)
+    if args.format == "json":
+        print(json.dumps(to_json(job.name, path, checks), indent=2, ensure_ascii=False))
+    else:
+        sys.stdout.write(render_table(job.name, path, checks))
+    return EXIT_FAILED if failed(checks) else EXIT_OK
+
+
+def cmd_timeline(args: argparse.Namespace) -> int:
+    from .timeline import read_events, render, to_json
+
+    events = read_events(args.file)
+    if args.format == "json":
+        print(json.dumps(to_json(args.file, events), indent=2))
+    else:
+        sys.stdout.write(render(args.file, events, show_events=args.events))
+    return EXIT_OK
+
+
+def cmd_patch_torchrun(args: argparse.Namespace) -> int:
+    from .torchrun_patch import patch, undo
+
+    _, _, job = load_job(args.profile, args.job)
+    line, anchor = job.image.runpy_patch, job.image.runpy_anchor
+    if not line or not anchor:
+        print("job %s needs no run.py patch (no TaskD from 7.3.0, no Elastic Agent before it)" % job.name)
+        return EXIT_OK
+    result = undo(line) if args.undo else patch(line, anchor)
+    print(result.message)
+    return EXIT_OK
+
+
+def cmd_context(args: argparse.Namespace) -> int:
+    from .context import prepare_context
+
+    plan = load_plan(args.profile)
+    ctx = prepare_context(plan, args.job, args.out)
+    job = job_plan(plan, args.job)
+    print("build context for job %s: %s (wheels: %s)" % (job.name, ctx.path, ", ".join(ctx.wheels) or "none"))
+    build = ["podman", "build", "-f", ctx.dockerfile]
+    for key, value in ctx.build_args.items():
+        build += ["--build-arg", "%s=%s" % (key, value)]
+    if job.image.name:
+        build += ["-t", job.image.name]
+    build.append(ctx.path)
+    print(" ".join(shlex.quote(a) for a in build))
+    return EXIT_OK
+
+
+def cmd_wheel_deps(args: argparse.Namespace) -> int:
+    from .wheels import public_requirements
+
+    directory = args.dir
+    if not os.path.isdir(directory):
+        raise ResumableError("is not a directory", directory, "Name the wheels/ directory of the build context.")
+    paths = sorted(os.path.join(directory, n) for n in os.listdir(directory) if n.endswith(".whl"))
+    for req in public_requirements(paths):
+        print(req)
+    return EXIT_OK
+
+
+def register(sub: Any) -> None:
+    la = sub.add_parser(
+        "launch",
+        help="start training in the container as the plan says (TaskD Manager, LD_PRELOAD, launcher, timeline)",
+        description="Start the training of one job: the plan's environment, LD_PRELOAD of libtaskd.so and the "
+        "TaskD Manager where the plan puts them, the launcher with the plan's arguments; SIGTERM/SIGINT are "
+        "forwarded; every fault and restart goes to the recovery timeline. Exits with the training's exit code.",
+    )
+    _profile_args(la)
+    la.add_argument("--dry-run", action="store_true", help="print the environment and commands, start nothing")
+    la.add_argument("--log-dir", metavar="DIR", help="job log directory (default: the plan's, under /job/code/alllogs)")
+    la.add_argument(
+        "script", nargs=argparse.REMAINDER, metavar="-- SCRIPT ARGS", help="training script (default: the plan's)"
+    )
+    la.set_defaults(func=cmd_launch)
+
+    do = sub.add_parser("doctor", help="check this container or node against the plan (exit 1 on a failure)")
+    _profile_args(do)
+    do.add_argument("--format", choices=["text", "json"], default="text")
+    do.set_defaults(func=cmd_doctor)
+
+    tl = sub.add_parser("timeline", help="measured fault-to-restart durations of a recovery timeline vs the budget")
+    tl.add_argument("file", metavar="FILE")
+    tl.add_argument("--format", choices=["text", "json"], default="text")
+    tl.add_argument("--events", action="store_true", help="list every event too")
+    tl.set_defaults(func=cmd_timeline)
+
+    im = sub.add_parser("image", help="build the training image: context, run.py patch, wheel dependencies")
+    isub = im.add_subparsers(dest="image_command", metavar="COMMAND")
+    isub.required = True
+    pt = isub.add_parser("patch-torchrun", help="put the plan's import line into torch/distributed/run.py exactly once")
+    _profile_args(pt)
+    pt.add_argument("--undo", action="store_true", help="remove the line again")
+    pt.set_defaults(func=cmd_patch_torchrun)
+    cx = isub.add_parser("context", help="write the image build context (Dockerfile, wheels, resumable, profile)")
+    cx.add_argument("profile", metavar="PROFILE")
+    cx.add_argument("--job", metavar="NAME")
+    cx.add_argument("--out", required=True, metavar="DIR")
+    cx.set_defaults(func=cmd_context)
+    wd = isub.add_parser("wheel-deps", help="print the public requirements of the vendor wheels in DIR")
+    wd.add_argument("dir", metavar="DIR")
+    wd.set_defaults(func=cmd_wheel_deps)

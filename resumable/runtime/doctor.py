@@ -1,0 +1,381 @@
+"""``resumable doctor``: what the plan needs against what this container or node has.
+
+Each check says what the plan wants, what was found and, when they differ, how to fix it. Run it in
+the training image (``podman run --entrypoint resumable IMAGE doctor``), in a running pod, or on a
+node; ``--format json`` is for the node roles. Exit 1 when a check fails.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import os
+import pwd
+import sys
+import tempfile
+from typing import Dict, List, Mapping, Optional, Tuple
+
+from .. import constants as C
+from ..plan.model import JobPlan
+from ..versions import Version, VersionError
+from . import installed
+from .launch import MissingVariable, expand, plan_env
+from .torchrun_patch import count_line
+
+OK, WARN, FAIL = "ok", "warn", "fail"
+#: Python versions the runtime supports (it ships inside training images)
+PYTHON_RANGE = ((3, 8), (3, 12))
+#: what to import to know a vendor package works: the APIs the launcher and the training code call
+#: (TASKDAPI 04 taskd.api; TFT 05 mindio_ttp.framework_ttp; ACP 02 mindio_acp; elastic_agent.md)
+VENDOR_IMPORTS = {
+    "taskd": "taskd.api",
+    "mindio_ttp": "mindio_ttp.framework_ttp",
+    "mindio_acp": "mindio_acp",
+    "mindx_elastic": "mindx_elastic",
+}
+#: file systems that are shared storage (ASCEND_CACHE_PATH must be one: RTO 表10)
+SHARED_FS = ("nfs", "nfs4", "cifs", "smb3", "ceph", "glusterfs", "lustre", "gpfs", "beegfs", "dpc", "virtiofs")
+#: where CANN installs when ASCEND_TOOLKIT_HOME is not set (node-prep.md: <= 8.3 and >= 8.5 layouts)
+CANN_HOMES = ("/usr/local/Ascend/cann", "/usr/local/Ascend/ascend-toolkit/latest")
+
+
+@dataclasses.dataclass
+class Check:
+    name: str
+    status: str
+    wanted: str
+    found: str
+    fix: str = ""
+
+
+def _pip_style(version: str) -> bool:
+    try:
+        return Version(version).release[0] < 5
+    except VersionError:
+        return False
+
+
+def _version_check(name: str, wanted: Optional[str], found: Optional[str], required: bool, fix: str) -> Check:
+    if found is None:
+        status = FAIL if (required or wanted) else WARN
+        return Check(name, status, wanted or "any", "not installed", fix)
+    if wanted is None:
+        return Check(name, OK, "any", found)
+    if installed.same_version(wanted, found):
+        return Check(name, OK, wanted, found)
+    return Check(name, FAIL, wanted, found, "Install %s %s, or set the profile to what the image has." % (name, wanted))
+
+
+def cann_version(environ: Mapping[str, str]) -> Tuple[Optional[str], Optional[str]]:
+    """(version, install.info path) of the CANN toolkit: $ASCEND_TOOLKIT_HOME, then the default homes."""
+    homes = [environ[k] for k in ("ASCEND_TOOLKIT_HOME",) if environ.get(k)] + list(CANN_HOMES)
+    for home in homes:
+        for info in sorted(glob.glob(os.path.join(home, "*-linux", "ascend_toolkit_install.info"))):
+            try:
+                with open(info, encoding="utf-8", errors="replace") as handle:
+                    for line in handle.read(65536).splitlines():
+                        key, sep, value = line.partition("=")
+                        if sep and key.strip() == "version":
+                            return value.strip(), info
+            except OSError:
+                continue
+    return None, None
+
+
+def filesystem_of(path: str, mountinfo: str = "/proc/self/mountinfo") -> Optional[Tuple[str, str]]:
+    """(mount point, file system type) holding ``path``, from mountinfo."""
+    try:
+        with open(mountinfo, encoding="utf-8", errors="replace") as handle:
+            lines = handle.read(1 << 20).splitlines()
+    except OSError:
+        return None
+    target = os.path.realpath(path)
+    best: Optional[Tuple[str, str]] = None
+    for line in lines:
+        left, sep, right = line.partition(" - ")
+        fields = left.split()
+        if not sep or len(fields) < 5 or not right.split():
+            continue
+        point = fields[4].replace("\\040", " ")
+        inside = target == point or target.startswith(point.rstrip("/") + "/")
+        if inside and (best is None or len(point) >= len(best[0])):
+            best = (point, right.split()[0])
+    return best
+
+
+def _cache_check(path: str, mountinfo: str) -> Check:
+    name = "compile cache"
+    wanted = "%s writable, on shared storage" % path
+    if not os.path.isdir(path):
+        return Check(
+            name, FAIL, wanted, "missing", "Mount the shared compile-cache volume at %s (the job template does)." % path
+        )
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".resumable-doctor-", dir=path)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        return Check(name, FAIL, wanted, "not writable (%s)" % exc.strerror, "Give the training user write access.")
+    fs = filesystem_of(path, mountinfo)
+    if fs is None:
+        return Check(name, WARN, wanted, "writable; file system unknown", "")
+    point, kind = fs
+    if kind in SHARED_FS or kind.startswith("fuse."):
+        return Check(name, OK, wanted, "writable, %s at %s" % (kind, point))
+    return Check(
+        name,
+        FAIL,
+        wanted,
+        "writable, but %s at %s is local" % (kind, point),
+        "Put ASCEND_CACHE_PATH on shared storage (every node then reuses one cache; RTO 表10).",
+    )
+
+
+def run_checks(job: JobPlan, environ: Mapping[str, str], mountinfo: str = "/proc/self/mountinfo") -> List[Check]:
+    checks: List[Check] = []
+    img = job.image
+    low, high = PYTHON_RANGE
+    py = sys.version_info[:2]
+    checks.append(
+        Check(
+            "python",
+            OK if low <= py <= high else FAIL,
+            "%d.%d-%d.%d" % (low + high),
+            "%d.%d (%s)" % (py[0], py[1], sys.executable),
+            "" if low <= py <= high else "Use a base image with Python %d.%d to %d.%d." % (low + high),
+        )
+    )
+
+    # framework and CANN
+    if job.framework == "pytorch":
+        checks.append(
+            _version_check(
+                "torch", img.torch, installed.dist_version("torch"), True, "The base image must carry torch."
+            )
+        )
+        # a FrameworkPTAdapter release (6.0.RC3) names no pip version to compare with
+        npu = img.torch_npu if img.torch_npu and _pip_style(img.torch_npu) else None
+        checks.append(
+            _version_check(
+                "torch_npu",
+                npu,
+                installed.dist_version("torch_npu"),
+                img.torch_npu is not None,
+                "The base image must carry torch_npu for Ascend NPUs.",
+            )
+        )
+    else:
+        checks.append(
+            _version_check(
+                "mindspore",
+                img.mindspore,
+                installed.dist_version("mindspore"),
+                True,
+                "The base image must carry MindSpore.",
+            )
+        )
+    cann, info = cann_version(environ)
+    check = _version_check("CANN", img.cann, cann, img.cann is not None, "Install the CANN toolkit in the base image.")
+    if info:
+        check.found += " (%s)" % info
+    checks.append(check)
+
+    # launcher command
+    exe = installed.find_command(job.launcher.launcher)
+    checks.append(
+        Check(
+            "launcher",
+            OK if exe else FAIL,
+            job.launcher.launcher,
+            exe or "not found",
+            "" if exe else "The framework provides %s; install it in the image." % job.launcher.launcher,
+        )
+    )
+
+    # vendor packages
+    for wheel in img.wheels:
+        module = VENDOR_IMPORTS.get(wheel.name, wheel.name)
+        version = installed.dist_version(wheel.name)
+        wanted = "%s %s, `import %s`" % (wheel.name, wheel.version or "", module)
+        if version is None and installed.package_dir(wheel.name) is None:
+            checks.append(
+                Check(
+                    wheel.name,
+                    FAIL,
+                    wanted,
+                    "not installed",
+                    "Build the image with `resumable image context` (installs image.wheels).",
+                )
+            )
+            continue
+        ok, output = installed.check_import(module)
+        if not ok:
+            checks.append(
+                Check(wheel.name, FAIL, wanted, "import fails: %s" % output, "Reinstall the %s wheel." % wheel.name)
+            )
+        elif wheel.version and version and not installed.same_version(wheel.version, version):
+            checks.append(
+                Check(
+                    wheel.name,
+                    FAIL,
+                    wanted,
+                    "%s %s" % (wheel.name, version),
+                    "Install the wheel of the version the profile names.",
+                )
+            )
+        else:
+            checks.append(Check(wheel.name, OK, wanted, "%s %s" % (wheel.name, version or "(no metadata)")))
+
+    # run.py patch
+    run_py = installed.torch_run_py() if job.framework == "pytorch" else None
+    if run_py is not None and os.path.isfile(run_py):
+        try:
+            with open(run_py, encoding="utf-8") as handle:
+                text = handle.read()
+        except OSError as exc:
+            text = ""
+            checks.append(Check("run.py patch", FAIL, img.runpy_patch or "none", "unreadable: %s" % exc))
+        wanted_line = img.runpy_patch
+        counts = {line: count_line(text, line) for line in C.RUNPY_IMPORTS_KNOWN}
+        foreign = ["`%s` x%d" % (line, n) for line, n in counts.items() if n and line != wanted_line]
+        if wanted_line:
+            n = count_line(text, wanted_line)
+            good = n == 1 and not foreign
+            found = "`%s` x%d%s" % (wanted_line, n, (", also " + ", ".join(foreign)) if foreign else "")
+            checks.append(
+                Check(
+                    "run.py patch",
+                    OK if good else FAIL,
+                    "`%s` once" % wanted_line,
+                    found,
+                    "" if good else "Run `resumable image patch-torchrun` (the image recipe does).",
+                )
+            )
+        elif foreign:
+            checks.append(
+                Check(
+                    "run.py patch",
+                    WARN,
+                    "none",
+                    ", ".join(foreign),
+                    "The plan uses no in-container agent; `resumable image patch-torchrun --undo` removes the line.",
+                )
+            )
+        else:
+            checks.append(Check("run.py patch", OK, "none", "none"))
+    elif job.framework == "pytorch" and img.runpy_patch:
+        checks.append(Check("run.py patch", FAIL, "`%s` once" % img.runpy_patch, "torch not installed"))
+
+    # libtaskd.so
+    if job.launcher.ld_preload:
+        lib = installed.libtaskd_path()
+        if lib is None or not os.path.exists(lib):
+            checks.append(
+                Check(
+                    "libtaskd.so", FAIL, C.LIBTASKD_RELATIVE, lib or "taskd not installed", "Install the TaskD wheel."
+                )
+            )
+        elif os.path.islink(lib) or not os.path.isfile(lib):
+            checks.append(
+                Check(
+                    "libtaskd.so",
+                    WARN,
+                    "a regular file",
+                    "%s is a link" % lib,
+                    "TaskD loads the file itself; install the wheel as shipped.",
+                )
+            )
+        else:
+            checks.append(Check("libtaskd.so", OK, C.LIBTASKD_RELATIVE, lib))
+
+    # environment against the plan
+    for var in plan_env(job):
+        have = environ.get(var.name)
+        if var.value is None:
+            checks.append(
+                Check(
+                    "env %s" % var.name,
+                    OK if have else WARN,
+                    "from %s" % var.field_path,
+                    have or "unset",
+                    "" if have else "Inside a pod the job template sets it (%s)." % var.reason,
+                )
+            )
+            continue
+        try:
+            value = expand(var.value, environ)
+        except MissingVariable:
+            value = var.value
+        if have is None:
+            checks.append(Check("env %s" % var.name, OK, value, "unset (resumable launch exports it)"))
+        elif have == value:
+            checks.append(Check("env %s" % var.name, OK, value, have))
+        else:
+            checks.append(
+                Check(
+                    "env %s" % var.name,
+                    FAIL,
+                    value,
+                    have,
+                    "Something else sets %s; remove it (the plan's value: %s)." % (var.name, var.reason),
+                )
+            )
+
+    # compile cache on shared storage
+    if job.launcher.compile_mode == "cache":
+        path = next((v.value for v in plan_env(job) if v.name == C.ENV_ASCEND_CACHE_PATH and v.value), None)
+        if path:
+            checks.append(_cache_check(path, mountinfo))
+
+    # the run user
+    try:
+        entry = pwd.getpwnam(img.user)
+        good = entry.pw_uid == img.uid and entry.pw_gid == img.uid
+        checks.append(
+            Check(
+                "user %s" % img.user,
+                OK if good else FAIL,
+                "uid=gid=%d" % img.uid,
+                "uid=%d gid=%d" % (entry.pw_uid, entry.pw_gid),
+                "" if good else "Hosts and images must share one id (FAQ 337): fix the account.",
+            )
+        )
+    except KeyError:
+        checks.append(
+            Check(
+                "user %s" % img.user,
+                FAIL,
+                "uid=gid=%d" % img.uid,
+                "missing",
+                "Create it with uid/gid %d (the image recipe does)." % img.uid,
+            )
+        )
+    return checks
+
+
+def failed(checks: List[Check]) -> bool:
+    return any(c.status == FAIL for c in checks)
+
+
+def render_table(job: str, profile: str, checks: List[Check]) -> str:
+    rows = [("CHECK", "STATUS", "WANTED", "FOUND")] + [(c.name, c.status.upper(), c.wanted, c.found) for c in checks]
+    widths = [min(max(len(r[i]) for r in rows), 48) for i in range(3)]
+    out = ["resumable doctor: job %s (profile %s)" % (job, profile)]
+    for r in rows:
+        out.append("  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3])
+    fixes = [c for c in checks if c.fix and c.status != OK]
+    for c in fixes:
+        out.append("%s %s: %s" % (c.status.upper(), c.name, c.fix))
+    n_fail = sum(1 for c in checks if c.status == FAIL)
+    n_warn = sum(1 for c in checks if c.status == WARN)
+    out.append("%d checks: %d failed, %d warnings" % (len(checks), n_fail, n_warn))
+    return "\n".join(out) + "\n"
+
+
+def to_json(job: str, profile: str, checks: List[Check]) -> Dict[str, object]:
+    return {
+        "job": job,
+        "profile": profile,
+        "ok": not failed(checks),
+        "checks": [dataclasses.asdict(c) for c in checks],
+    }

@@ -1,0 +1,430 @@
+"""Runs a :class:`~.launch.LaunchSpec`: the TaskD Manager and the launcher as supervised children.
+
+- Both children start in their own session; the launcher process becomes a child subreaper
+  (``prctl(PR_SET_CHILD_SUBREAPER)``), so processes orphaned by a dying agent come back to it and
+  are reaped or killed here, never left behind (in a container it is PID 1 and must reap anyway).
+- SIGTERM/SIGINT are forwarded to every child (the torchrun agent stops its workers itself); when
+  the grace period (the pod's terminationGracePeriodSeconds less a margin) is over, every
+  descendant is killed.
+- Training processes report their start through the start-up hook; their pids are watched in
+  /proc every 20 ms. A process that ends shows as a zombie until the agent reaps it at its next
+  monitor tick, and /proc/PID/stat then holds its wait status (field 52), so the timeline gets the
+  exit code of the process that failed and the moment it failed, not when the agent noticed. (A
+  launcher starved of CPU for a whole monitor interval can miss that window: the process then
+  shows as ``worker-end``, and when the agent restarts the group it is logged as the fault with
+  ``inferred: true`` and no exit code.)
+- The exit code is the training's: 0 on success; otherwise the exit code of the worker whose
+  failure ended the job (128 + N for a worker killed by signal N, as a shell reports it, so that
+  restartPolicy ExitCode can tell a crash from a user error), else the agent's; 128 + N when the
+  launcher itself was stopped by signal N.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import dataclasses
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from types import FrameType
+from typing import IO, Any, Dict, List, NamedTuple, Optional, Set, Tuple
+
+from .. import constants as C
+from ..errors import ResumableError
+from .launch import LaunchSpec, _host
+from .timeline import TimelineWriter
+
+#: seconds between looks at the children, the workers and the event socket
+POLL_SECONDS = 0.02
+#: the TaskD Manager gets this long to stop after the training has ended
+MANAGER_STOP_SECONDS = 10.0
+#: leftover descendants get this long after SIGTERM before SIGKILL
+SWEEP_SECONDS = 2.0
+PR_SET_CHILD_SUBREAPER = 36
+
+
+class ProcStat(NamedTuple):
+    state: str
+    ppid: int
+    starttime: int
+    #: the wait status of a zombie (Linux >= 3.5), None when unknown
+    wait_status: Optional[int]
+
+
+def proc_stat(pid: int) -> Optional[ProcStat]:
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as handle:
+            data = handle.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    try:
+        rest = data[data.rindex(")") + 2 :].split()
+        status = int(rest[49]) if len(rest) > 49 else None
+        return ProcStat(rest[0], int(rest[1]), int(rest[19]), status)
+    except (ValueError, IndexError):
+        return None
+
+
+def descendants(root: int) -> List[int]:
+    """Every live process below ``root`` (children first), from /proc."""
+    children: Dict[int, List[int]] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in names:
+        if not name.isdigit():
+            continue
+        st = proc_stat(int(name))
+        if st is not None:
+            children.setdefault(st.ppid, []).append(int(name))
+    out: List[int] = []
+    todo = [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def decode_status(status: int) -> int:
+    """A wait status as Python reports exit codes: the code, or -N for death by signal N."""
+    if os.WIFSIGNALED(status):
+        return -os.WTERMSIG(status)
+    if os.WIFEXITED(status):
+        return os.WEXITSTATUS(status)
+    return -1
+
+
+def shell_code(code: int) -> int:
+    return 128 - code if code < 0 else code
+
+
+def set_subreaper() -> bool:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+@dataclasses.dataclass
+class Worker:
+    pid: int
+    rank: Optional[int]
+    local_rank: Optional[int]
+    restart_count: Optional[int]
+    starttime: Optional[int]
+    done: bool = False
+
+
+def send(pid: int, signum: int) -> None:
+    """Signal a process that may have ended meanwhile."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signum)
+
+
+def _say(text: str) -> None:
+    sys.stderr.write("resumable launch: %s\n" % text)
+    sys.stderr.flush()
+
+
+class Supervisor:
+    def __init__(self, spec: LaunchSpec) -> None:
+        self.spec = spec
+        self.pid = os.getpid()
+        self.agent: Optional[subprocess.Popen[bytes]] = None
+        self.manager: Optional[subprocess.Popen[bytes]] = None
+        self.agent_code: Optional[int] = None
+        self.manager_code: Optional[int] = None
+        self.workers: Dict[int, Worker] = {}
+        self.attempt: Optional[int] = None
+        self.faulted: Set[Optional[int]] = set()
+        self.fault_time: Optional[float] = None
+        self.last_fault: Optional[Worker] = None
+        self.last_fault_code: Optional[int] = None
+        #: the first process of this attempt that ended with an unknown status, and when
+        self.vanished: Optional[Tuple[Worker, float]] = None
+        self.signals: List[int] = []
+        self.first_signal: Optional[int] = None
+        self.deadline: Optional[float] = None
+        self.killed = False
+        #: the agent has ended: whatever else ends now was stopped by us
+        self.ending = False
+        self.stopping_manager = False
+        self.sock: Optional[socket.socket] = None
+        self.timeline: Optional[TimelineWriter] = None
+
+    # --- events --------------------------------------------------------------------------------------
+    def _log(self, event: str, **fields: Any) -> None:
+        if self.timeline is not None:
+            self.timeline.write(event, **fields)
+
+    def _on_signal(self, signum: int, frame: Optional[FrameType]) -> None:
+        self.signals.append(signum)
+
+    def _read_events(self, timeout: float) -> None:
+        if self.sock is None:
+            time.sleep(timeout)
+            return
+        try:
+            ready, _, _ = select.select([self.sock], [], [], timeout)
+        except InterruptedError:  # pragma: no cover (PEP 475 retries)
+            return
+        if not ready:
+            return
+        while True:
+            try:
+                data = self.sock.recv(65536)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                return
+            try:
+                message = json.loads(data.decode("utf-8"))
+            except ValueError:
+                continue
+            if isinstance(message, dict) and message.get("event") == "worker-start":
+                self._worker_started(message)
+
+    def _worker_started(self, m: Dict[str, Any]) -> None:
+        try:
+            pid = int(m["pid"])
+            when = float(m.get("time") or time.time())
+        except (KeyError, TypeError, ValueError):
+            return
+        rc = m.get("restart_count")
+        rc = rc if isinstance(rc, int) else None
+        st = proc_stat(pid)
+        self.workers[pid] = Worker(pid, m.get("rank"), m.get("local_rank"), rc, st.starttime if st else None)
+        if self.attempt is None and self.fault_time is None:
+            self.attempt = rc
+        elif (rc is not None and (self.attempt is None or rc > self.attempt)) or (rc is None and self.fault_time):
+            if self.fault_time is None and self.vanished is not None:
+                # the agent reaped the failed process before its status could be read: it is the fault
+                w, gone = self.vanished
+                self._log(
+                    "worker-fault", rank=w.rank, restart_count=w.restart_count, when=gone, pid=w.pid, inferred=True
+                )
+                self.faulted.add(w.restart_count)
+                self.fault_time = gone
+            seconds = None if self.fault_time is None else round(when - self.fault_time, 6)
+            self._log("restart", restart_count=rc, when=when, seconds=seconds)
+            self.attempt = rc
+            self.fault_time = None
+        self._log(
+            "worker-start", rank=m.get("rank"), restart_count=rc, when=when, pid=pid, local_rank=m.get("local_rank")
+        )
+
+    def _worker_ended(self, w: Worker, code: Optional[int]) -> None:
+        w.done = True
+        if code == 0:
+            kind = "worker-exit"
+        elif self.first_signal is not None or self.ending or w.restart_count in self.faulted:
+            kind = "worker-stop"  # the agent (or we) stopped it; its status is often reaped before we look
+        elif code is None:
+            kind = "worker-end"  # gone before we saw its status
+            if self.vanished is None:
+                self.vanished = (w, time.time())
+        else:
+            kind = "worker-fault"
+            self.faulted.add(w.restart_count)
+            self.fault_time = time.time()
+            self.last_fault, self.last_fault_code = w, code
+        self._log(kind, rank=w.rank, exit_code=code, restart_count=w.restart_count, pid=w.pid)
+
+    def _poll_workers(self) -> None:
+        for w in list(self.workers.values()):
+            if w.done:
+                continue
+            st = proc_stat(w.pid)
+            if st is None or (w.starttime is not None and st.starttime != w.starttime):
+                self._worker_ended(w, None)
+            elif st.state == "Z":
+                self._worker_ended(w, None if st.wait_status is None else decode_status(st.wait_status))
+
+    # --- children ------------------------------------------------------------------------------------
+    def _spawn(self, argv: List[str], env: Dict[str, str], log: Optional[IO[bytes]] = None) -> subprocess.Popen[bytes]:
+        try:
+            return subprocess.Popen(
+                argv,
+                env=env,
+                start_new_session=True,
+                stdout=log,
+                stderr=subprocess.STDOUT if log is not None else None,
+            )
+        except OSError as exc:
+            raise ResumableError("cannot start %s (%s)" % (argv[0], exc), None, "Check the image.") from None
+
+    def _reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            code = decode_status(status)
+            if self.agent is not None and pid == self.agent.pid:
+                self.agent.returncode = code
+                self.agent_code = code
+            elif self.manager is not None and pid == self.manager.pid:
+                self.manager.returncode = code
+                self.manager_code = code
+                self._log("manager-exit", exit_code=code, pid=pid)
+                if not self.stopping_manager:
+                    _say(
+                        "the TaskD Manager exited with %d while training runs (log: %s); recovery through TaskD "
+                        "is not available until the job restarts" % (code, self.spec.manager_log)
+                    )
+            elif pid in self.workers and not self.workers[pid].done:
+                self._worker_ended(self.workers[pid], code)
+
+    def _alive(self, proc: Optional[subprocess.Popen[bytes]]) -> bool:
+        return proc is not None and proc.returncode is None
+
+    def _forward(self) -> None:
+        while self.signals:
+            signum = self.signals.pop(0)
+            if self.first_signal is None:
+                self.first_signal = signum
+                self.deadline = time.monotonic() + self.spec.grace_seconds
+            self._log("signal", signal=signal.Signals(signum).name, grace_seconds=self.spec.grace_seconds)
+            for proc in (self.agent, self.manager):
+                if proc is not None and self._alive(proc):
+                    send(proc.pid, signum)
+
+    def _kill_all(self, reason: str) -> None:
+        pids = descendants(self.pid)
+        self._log("kill", reason=reason, pids=pids)
+        for pid in pids:
+            send(pid, signal.SIGKILL)
+
+    def _wait_gone(self, pids: List[int], seconds: float) -> List[int]:
+        end = time.monotonic() + seconds
+        left = pids
+        while True:
+            self._reap()
+            left = [p for p in left if (proc_stat(p) or ProcStat("Z", 0, 0, None)).state != "Z"]
+            if not left or time.monotonic() >= end:
+                return left
+            time.sleep(POLL_SECONDS)
+
+    def _stop_manager(self) -> None:
+        if self.manager is None or not self._alive(self.manager):
+            return
+        self.stopping_manager = True
+        send(self.manager.pid, signal.SIGTERM)
+        if self._wait_gone([self.manager.pid], MANAGER_STOP_SECONDS):
+            send(self.manager.pid, signal.SIGKILL)
+            self._wait_gone([self.manager.pid], 5.0)
+
+    def _sweep(self) -> None:
+        """Nothing the job started outlives the launcher."""
+        left = [p for p in descendants(self.pid) if (proc_stat(p) or ProcStat("Z", 0, 0, None)).state != "Z"]
+        if left:
+            self._log("kill", reason="left over after the training ended", pids=left)
+            for pid in left:
+                send(pid, signal.SIGTERM)
+            for pid in self._wait_gone(left, SWEEP_SECONDS):
+                send(pid, signal.SIGKILL)
+        self._wait_gone(descendants(self.pid), 1.0)
+
+    def exit_code(self) -> int:
+        agent = self.agent_code if self.agent_code is not None else -signal.SIGKILL
+        if agent == 0:
+            return 0
+        if self.first_signal is not None:
+            return 128 + self.first_signal
+        w = self.last_fault
+        if w is not None and self.last_fault_code is not None and w.restart_count == self.attempt:
+            return shell_code(self.last_fault_code)
+        return shell_code(agent)
+
+    # --- main ----------------------------------------------------------------------------------------
+    def run(self) -> int:
+        spec = self.spec
+        try:
+            os.makedirs(spec.log_dir, exist_ok=True)
+            self.timeline = TimelineWriter(spec.timeline_path)
+        except OSError as exc:
+            raise ResumableError(
+                "cannot write the job log directory (%s)" % exc,
+                spec.log_dir,
+                "Mount shared storage there or pass --log-dir.",
+            ) from None
+        runtime = tempfile.mkdtemp(prefix="resumable-launch-")
+        handlers = {}
+        try:
+            address = os.path.join(runtime, "events.sock")
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            self.sock.bind(address)
+            self.sock.setblocking(False)
+            env = dict(spec.env)
+            env[C.ENV_RESUMABLE_EVENTS] = address
+            env[C.ENV_RESUMABLE_LAUNCHER_PID] = str(self.pid)
+            subreaper = set_subreaper()
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                handlers[signum] = signal.signal(signum, self._on_signal)
+            self._log(
+                "launch",
+                job=spec.job,
+                host=_host(),
+                pid=self.pid,
+                command=spec.command,
+                manager=spec.manager,
+                levels=spec.levels,
+                budget=spec.budget,
+                grace_seconds=spec.grace_seconds,
+                subreaper=subreaper,
+            )
+            for text in spec.warnings:
+                _say("warning: " + text)
+            if spec.manager is not None:
+                with open(spec.manager_log, "ab") as log:
+                    self.manager = self._spawn(spec.manager, env, log)
+                self._log("manager-start", pid=self.manager.pid, log=spec.manager_log)
+            try:
+                self.agent = self._spawn(spec.command, env)
+            except ResumableError:
+                self._stop_manager()
+                raise
+            while self.agent_code is None:
+                self._read_events(POLL_SECONDS)
+                self._forward()
+                self._reap()
+                self._poll_workers()
+                if self.deadline is not None and not self.killed and time.monotonic() >= self.deadline:
+                    self.killed = True
+                    self._kill_all("grace period of %.0f s over" % spec.grace_seconds)
+            self._read_events(0)
+            self._poll_workers()
+            self.ending = True
+            self._stop_manager()
+            self._sweep()
+            code = self.exit_code()
+            self._log("exit", exit_code=code, agent_exit_code=self.agent_code, manager_exit_code=self.manager_code)
+            return code
+        finally:
+            if self.agent is not None and self.agent_code is None:  # an error of ours: leave nothing behind
+                self._kill_all("launcher error")
+                self._wait_gone(descendants(self.pid), 5.0)
+            for signum, old in handlers.items():
+                signal.signal(signum, old)
+            if self.sock is not None:
+                self.sock.close()
+            shutil.rmtree(runtime, ignore_errors=True)
+            if self.timeline is not None:
+                self.timeline.close()
+
+
+def run(spec: LaunchSpec) -> int:
+    return Supervisor(spec).run()

@@ -1,0 +1,101 @@
+"""The runtime image component over the real build context of issue 8 (no stand-in): a profile
+whose wheel files exist gets a context holding the Dockerfile, exactly the plan's vendor wheels and
+the profile, and pulumi-docker-build is asked to build that directory with those build args."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from pathlib import Path
+from typing import Any, Dict
+
+import pytest
+import yaml
+
+from .pulumi_mocks import MOCKS, pulumi_test, reset, settled
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "runtime"))
+
+import build_fixtures  # noqa: E402
+
+from components.image import RuntimeImage, RuntimeImageArgs  # noqa: E402
+from resumable.api import load_plan  # noqa: E402
+
+
+def _sha(path: str) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+@pytest.fixture()
+def profile_with_wheels(tmp_path: Path) -> Path:
+    if not build_fixtures.compiler():
+        pytest.skip("no C compiler to build the fixture libtaskd.so (apt-get install gcc)")
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    taskd = build_fixtures.build_taskd(str(wheels))
+    mindio = build_fixtures.build_mindio_ttp(str(wheels))
+    doc = yaml.safe_load((ROOT / "examples" / "pytorch-process-recovery.yaml").read_text(encoding="utf-8"))
+    image = doc["jobs"][0]["image"]
+    image["base"] = "registry.example.com/ascend/pytorch:2.7.1"
+    image["wheels"] = {
+        "taskd": {"file": "wheels/" + os.path.basename(taskd), "sha256": _sha(taskd)},
+        "mindio_ttp": {"file": "wheels/" + os.path.basename(mindio), "sha256": _sha(mindio)},
+    }
+    path = tmp_path / "profile.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return path
+
+
+@pulumi_test
+def test_image_is_built_from_the_real_context(profile_with_wheels: Path, tmp_path: Path) -> Any:
+    reset()
+    plan = load_plan(str(profile_with_wheels))
+    job = plan.jobs[0]
+    image = RuntimeImage(
+        "rt",
+        RuntimeImageArgs(
+            plan=plan,
+            job=job.name,
+            tags=["registry.example.com/ai/train:1"],
+            context_dir=str(tmp_path / "ctx"),
+        ),
+    )
+    ctx = image.context
+    wheels_dir = Path(ctx.path) / "wheels"
+    expected = sorted(os.path.basename(w.file) for w in job.image.wheels if w.file)
+    assert sorted(ctx.wheels) == expected and len(expected) == 2
+    for name in expected:
+        assert (wheels_dir / name).read_bytes() == (profile_with_wheels.parent / "wheels" / name).read_bytes()
+    assert (Path(ctx.path) / "profile.yaml").is_file()
+    assert ctx.build_args["BASE_IMAGE"] == "registry.example.com/ascend/pytorch:2.7.1"
+
+    def check(_: Any) -> None:
+        builds = [r for r in MOCKS.resources if r.typ == "docker-build:index:Image"]
+        assert len(builds) == 1
+        inputs: Dict[str, Any] = dict(builds[0].inputs)
+        assert inputs["context"]["location"] == ctx.path
+        assert Path(inputs["dockerfile"]["location"]).is_file()
+        assert inputs["buildArgs"]["BASE_IMAGE"] == ctx.build_args["BASE_IMAGE"]
+        assert inputs["platforms"] == ["linux/arm64"]
+
+    assert image.image is not None
+    return settled([image, image.image], check)
+
+
+def test_a_tampered_wheel_fails_before_any_build(profile_with_wheels: Path, tmp_path: Path) -> None:
+    import pulumi
+
+    wheel = next((profile_with_wheels.parent / "wheels").glob("taskd-*.whl"))
+    wheel.write_bytes(wheel.read_bytes() + b"x")
+    reset()
+    plan = load_plan(str(profile_with_wheels))
+    with pytest.raises(pulumi.RunError, match="sha256"):
+        RuntimeImage(
+            "bad",
+            RuntimeImageArgs(
+                plan=plan, job=plan.jobs[0].name, tags=["r.example.com/t:1"], context_dir=str(tmp_path / "c")
+            ),
+        )
+    assert not [r for r in MOCKS.resources if r.typ == "docker-build:index:Image"]

@@ -1,0 +1,187 @@
+"""Shared pieces of the runtime tests: fixture wheels and site directories, profiles, the CLI in a
+child process (the launcher handles signals and children, so it is never run in the test process)."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures" / "runtime"
+EXAMPLES = ROOT / "examples"
+sys.path.insert(0, str(FIXTURES))
+
+import build_fixtures  # noqa: E402
+
+#: variables of the test machine that would leak into what the launcher reads
+POD_VARS = (
+    "RANK",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "LOCAL_RANK",
+    "POD_IP",
+    "MINDX_TASK_ID",
+    "MS_SCHED_HOST",
+    "MS_SCHED_PORT",
+    "MS_NODE_RANK",
+    "MS_WORKER_NUM",
+    "MS_LOCAL_WORKER",
+    "LD_PRELOAD",
+    "PYTHONPATH",
+    "RESUMABLE_PROFILE",
+    "RESUMABLE_JOB",
+    "TORCHELASTIC_RESTART_COUNT",
+)
+
+profile_text = build_fixtures.cpu_profile
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+def clean_env(**extra: str) -> Dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in POD_VARS}
+    env.update(extra)
+    return env
+
+
+def cli(
+    args: Sequence[str], env: Optional[Mapping[str, str]] = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``resumable ARGS`` with this interpreter, in a child process."""
+    return subprocess.run(
+        [sys.executable, "-m", "resumable", *args],
+        env=dict(env) if env is not None else clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def start_launch(
+    profile: Path, log_dir: Path, env: Mapping[str, str], script: Sequence[str], stderr: Optional[int] = subprocess.PIPE
+) -> subprocess.Popen[str]:
+    """``resumable launch --profile P --log-dir D -- SCRIPT...`` in a child process (it handles signals
+    and children, so it never runs in the test process)."""
+    argv = [sys.executable, "-m", "resumable", "launch", "--profile", str(profile), "--log-dir", str(log_dir), "--"]
+    return subprocess.Popen([*argv, *script], env=dict(env), stdout=subprocess.PIPE, stderr=stderr, text=True)
+
+
+def read_jsonl(path: Path) -> List[Dict[str, Any]]:
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            with contextlib.suppress(ValueError):  # a line being written right now
+                out.append(json.loads(line))
+    return out
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def have_torch() -> bool:
+    return importlib.util.find_spec("torch") is not None
+
+
+def need_torch() -> None:
+    if not have_torch():
+        pytest.skip("torch is not installed in this Python (the Python 3.8 run has none); the 3.11 run covers it")
+
+
+def executable(path: Path, text: str) -> Path:
+    write(path, text)
+    path.chmod(0o755)
+    return path
+
+
+def fake_torch_layout(site: Path, run_py: str, version: str = "2.13.0") -> Path:
+    """torch's file layout (package, distributed/run.py, dist-info) without torch, for the tests of
+    what reads it without importing it (dry run, doctor) on Pythons without torch."""
+    write(site / "torch" / "__init__.py", "")
+    write(site / "torch" / "distributed" / "__init__.py", "")
+    write(site / "torch" / "distributed" / "run.py", run_py)
+    write(
+        site / ("torch-%s.dist-info" % version) / "METADATA",
+        "Metadata-Version: 2.1\nName: torch\nVersion: %s\n" % version,
+    )
+    return site
+
+
+RUN_PY = '''"""torch.distributed.run stand-in."""
+
+import os
+import sys
+'''
+
+
+@pytest.fixture(scope="session")
+def wheels(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Path]:
+    if not build_fixtures.compiler():
+        pytest.skip("no C compiler to build the fixture libtaskd.so (apt-get install gcc)")
+    out = tmp_path_factory.mktemp("wheels")
+    return {
+        "taskd": Path(build_fixtures.build_taskd(str(out))),
+        "mindio_ttp": Path(build_fixtures.build_mindio_ttp(str(out))),
+    }
+
+
+@pytest.fixture(scope="session")
+def vendor_site(wheels: Dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    site = tmp_path_factory.mktemp("vendor-site")
+    for wheel in wheels.values():
+        build_fixtures.install_into(str(wheel), str(site))
+    return site
+
+
+@pytest.fixture()
+def torch_site(tmp_path: Path) -> Path:
+    """The installed torch, hard-linked into a directory of this test: tests patch its run.py (the
+    patch writes a new file and renames it, so the installed torch is never touched)."""
+    need_torch()
+    spec = importlib.util.find_spec("torch")
+    assert spec is not None and spec.submodule_search_locations
+    src = Path(next(iter(spec.submodule_search_locations)))
+    site = tmp_path / "torch-site"
+    site.mkdir()
+
+    def link(s: str, d: str) -> None:
+        try:
+            os.link(s, d)
+        except OSError:
+            shutil.copy2(s, d)
+
+    shutil.copytree(str(src), str(site / "torch"), copy_function=link, ignore=shutil.ignore_patterns("__pycache__"))
+    for info in src.parent.glob("torch-*.dist-info"):
+        shutil.copytree(str(info), str(site / info.name))
+    return site
+
+
+@pytest.fixture()
+def fixture_log(tmp_path: Path) -> Iterator[Path]:
+    yield tmp_path / "fixture-calls.jsonl"
+
+
+def python_path(*dirs: Path) -> str:
+    return os.pathsep.join(str(d) for d in dirs)

@@ -1,0 +1,28 @@
+"""benchmarks/recovery_cpu.py runs and prints its figures (one trial; the figures need ten)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from .conftest import ROOT, clean_env, need_torch
+
+pytestmark = pytest.mark.slow
+
+
+def test_recovery_benchmark_prints_its_figures() -> None:
+    need_torch()
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "recovery_cpu.py"), "--trials", "1"],
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert "plan (monitor_interval 1)" in out and "default (monitor_interval 5)" in out
+    assert "floor" in out and "plan / default = " in out and "plan / floor   = " in out
+    assert "fewer than 10 trials" in out

@@ -1,0 +1,193 @@
+"""End to end with the real torchrun on the CPU (torch 2.13, gloo): ``resumable launch`` runs two
+workers of a checkpointing training script; a worker is SIGKILLed mid-run; the agent restarts the
+group; training resumes from the last checkpoint and ends with the right step count and weights;
+the timeline has the fault and the restart; exit codes propagate; SIGTERM leaves no process behind.
+The TaskD path uses the fixture taskd wheel (tests/fixtures/runtime), run.py patched by
+``resumable image patch-torchrun``."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import pytest
+
+from resumable.runtime.supervisor import descendants, proc_stat
+
+from .conftest import (
+    FIXTURES,
+    clean_env,
+    cli,
+    free_port,
+    need_torch,
+    profile_text,
+    python_path,
+    read_jsonl,
+    start_launch,
+    write,
+)
+
+pytestmark = pytest.mark.slow
+TRAIN = FIXTURES / "train_ckpt.py"
+
+
+class Job:
+    def __init__(
+        self, tmp: Path, profile: str, site: Optional[List[Path]] = None, rank: int = 0, port: int = 0
+    ) -> None:
+        need_torch()
+        self.tmp = tmp
+        self.profile = write(tmp / "profile.yaml", profile)
+        self.logs = tmp / ("logs-%d" % rank)
+        self.ckpt = tmp / "ckpt"
+        self.progress = tmp / "progress.jsonl"
+        self.calls = tmp / "fixture-calls.jsonl"
+        self.env = clean_env(
+            PATH="%s:%s" % (os.path.dirname(sys.executable), os.environ.get("PATH", "/usr/bin:/bin")),
+            PYTHONPATH=python_path(*(site or [])),
+            RANK=str(rank),
+            MASTER_ADDR="127.0.0.1",
+            MASTER_PORT=str(port or free_port()),
+            POD_IP="127.0.0.1",
+            MINDX_TASK_ID="e2e-job-uid",
+            RESUMABLE_FIXTURE_LOG=str(self.calls),
+        )
+
+    def start(self, *args: str) -> subprocess.Popen[str]:
+        return start_launch(
+            self.profile,
+            self.logs,
+            self.env,
+            [str(TRAIN), "--ckpt", str(self.ckpt), "--progress", str(self.progress), *args],
+            stderr=subprocess.STDOUT,
+        )
+
+    def timeline(self, kind: Optional[str] = None) -> List[Dict[str, Any]]:
+        paths = list(self.logs.glob("timeline-*.jsonl")) if self.logs.exists() else []
+        items = read_jsonl(paths[0]) if paths else []
+        return [e for e in items if kind is None or e["event"] == kind]
+
+    def steps(self) -> List[Dict[str, Any]]:
+        return [e for e in read_jsonl(self.progress) if e["event"] == "step"]
+
+
+def wait_for(predicate: Any, proc: subprocess.Popen[str], timeout: float = 180) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return
+        if proc.poll() is not None:
+            raise AssertionError("the launcher ended early (%s): %s" % (proc.returncode, proc.communicate()[0][-3000:]))
+        time.sleep(0.05)
+    proc.kill()
+    raise AssertionError("timed out")
+
+
+def test_fault_restart_resume_with_taskd(tmp_path: Path, torch_site: Path, vendor_site: Path) -> None:
+    job = Job(tmp_path, profile_text(taskd=True, npus=2, max_restarts=3, monitor=1), [torch_site, vendor_site])
+    patched = cli(["image", "patch-torchrun", "--profile", str(job.profile)], job.env, timeout=300)
+    assert patched.returncode == 0, patched.stderr
+    proc = job.start("--steps", "30", "--every", "5", "--step-seconds", "0.1")
+    wait_for(lambda: job.steps() and job.steps()[-1]["step"] >= 12, proc)
+    victim = next(e for e in job.timeline("worker-start") if e["rank"] == 1 and e["restart_count"] == 0)
+    killed_after = job.steps()[-1]["step"]
+    os.kill(victim["pid"], signal.SIGKILL)
+    out, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 0, out[-3000:]
+
+    # resumed from the last checkpoint, ended with the right step count and the uninterrupted weights
+    progress = read_jsonl(job.progress)
+    resumed = [e for e in progress if e["event"] == "resume" and e["restart"] == 1]
+    assert sorted(e["rank"] for e in resumed) == [0, 1]
+    start = resumed[0]["step"]
+    assert all(e["step"] == start for e in resumed)
+    assert start % 5 == 0 and 10 <= start <= killed_after + 1
+    after = [e["step"] for e in progress if e["event"] == "step" and e["restart"] == 1]
+    assert after == list(range(start + 1, 31))
+    (done,) = [e for e in progress if e["event"] == "done"]
+    assert done["step"] == 30 and done["restart"] == 1
+    sys.path.insert(0, str(FIXTURES))
+    import train_ckpt
+
+    assert done["weights"] == pytest.approx(train_ckpt.reference_weights(30, 2), abs=1e-5)
+
+    # the timeline has the fault and the restart
+    (fault,) = job.timeline("worker-fault")
+    assert (fault["rank"], fault["exit_code"], fault["restart_count"], fault["pid"]) == (1, -9, 0, victim["pid"])
+    (restart,) = job.timeline("restart")
+    assert restart["restart_count"] == 1 and 0 < restart["seconds"] < 30
+    assert job.timeline("exit")[0]["exit_code"] == 0
+    summary = cli(["timeline", str(next(job.logs.glob("timeline-*.jsonl")))])
+    assert "1 fault, 1 restart" in summary.stdout and "recover-in-place" in summary.stdout
+
+    # TaskD: one manager with the plan's config, libtaskd.so preloaded everywhere, the adaptor imported
+    calls = read_jsonl(job.calls)
+    manager = job.timeline("manager-start")[0]["pid"]
+    inits = [c for c in calls if c["call"] == "init_taskd_manager"]
+    assert [c["pid"] for c in inits] == [manager]
+    assert inits[0]["config"] == {"job_id": "e2e-job-uid", "node_nums": 1, "proc_per_node": 2, "taskd_enable": "on"}
+    assert [c["call"] for c in calls].count("start_taskd_manager") == 1
+    workers = {e["pid"] for e in job.timeline("worker-start")}
+    assert len(workers) == 4 and manager not in workers
+    preloaded = {c["pid"] for c in calls if c["call"] == "preload"}
+    assert workers | {manager} <= preloaded
+    launcher = job.timeline("launch")[0]["pid"]
+    agents = [c for c in calls if c["call"] == "patch" and c["ppid"] == launcher]  # (patch-torchrun verified too)
+    assert len(agents) == 1 and agents[0]["pid"] in preloaded
+    assert [c["max_restarts"] for c in calls if c["call"] == "launch_agent"] == [3]
+
+
+def test_the_workers_exit_code_propagates(tmp_path: Path) -> None:
+    job = Job(tmp_path, profile_text(npus=2, max_restarts=1, monitor=1))
+    proc = job.start("--steps", "20", "--exit-code", "3", "--exit-rank", "1", "--exit-step", "2")
+    out, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 3, out[-3000:]
+    faults = job.timeline("worker-fault")
+    assert [(f["rank"], f["exit_code"], f["restart_count"]) for f in faults] == [(1, 3, 0), (1, 3, 1)]
+    (last,) = job.timeline("exit")
+    assert last["agent_exit_code"] == 1 and last["exit_code"] == 3  # torchrun says 1; the training said 3
+
+
+def test_sigterm_ends_every_process(tmp_path: Path) -> None:
+    job = Job(tmp_path, profile_text(npus=2, max_restarts=3, monitor=1, grace=4))
+    proc = job.start("--steps", "2000", "--step-seconds", "0.1", "--ignore-sigterm")
+    wait_for(lambda: len(job.steps()) >= 3, proc)
+    tree = [(pid, proc_stat(pid)) for pid in descendants(proc.pid)]
+    assert len(tree) >= 3
+    began = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, out[-3000:]
+    assert time.monotonic() - began < 15
+    left = []
+    for pid, st in tree:
+        now = proc_stat(pid)
+        if st is not None and now is not None and now.starttime == st.starttime and now.state != "Z":
+            left.append(pid)
+    assert left == [], "left behind: %s" % left
+    assert [e["signal"] for e in job.timeline("signal")] == ["SIGTERM"]
+
+
+def test_two_nodes_one_manager(tmp_path: Path, torch_site: Path, vendor_site: Path) -> None:
+    port = free_port()
+    profile = profile_text(taskd=True, nodes=2, npus=1, max_restarts=1, monitor=1)
+    jobs = [Job(tmp_path, profile, [torch_site, vendor_site], rank=r, port=port) for r in (0, 1)]
+    patched = cli(["image", "patch-torchrun", "--profile", str(jobs[0].profile)], jobs[0].env, timeout=300)
+    assert patched.returncode == 0, patched.stderr
+    jobs[1].env["MASTER_ADDR"] = "localhost"  # the master Service; rank 0 points it at its own POD_IP
+    procs = [j.start("--steps", "8", "--every", "4") for j in jobs]
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs[0][-2000:] + outs[1][-2000:]
+    calls = read_jsonl(jobs[0].calls)
+    assert [c["call"] for c in calls].count("init_taskd_manager") == 1
+    assert jobs[0].timeline("manager-start") and not jobs[1].timeline("manager-start")
+    (init,) = [c for c in calls if c["call"] == "init_taskd_manager"]
+    assert init["config"]["node_nums"] == 2 and init["config"]["proc_per_node"] == 1
+    assert init["env"]["MASTER_ADDR"] == "127.0.0.1"
+    assert {e["rank"] for e in jobs[0].timeline("worker-start")} == {0}
+    assert {e["rank"] for e in jobs[1].timeline("worker-start")} == {1}

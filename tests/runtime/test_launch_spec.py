@@ -1,0 +1,229 @@
+"""``resumable launch --dry-run``: what each example would run on which pod (no torch needed)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import pytest
+
+from resumable import constants as C
+from resumable.api import job_plan, load_plan
+from resumable.runtime.launch import MissingVariable, build_spec, expand
+
+from .conftest import EXAMPLES, RUN_PY, clean_env, cli, executable, fake_torch_layout, python_path
+
+PATCHED = RUN_PY.replace("import os\n", C.RUNPY_IMPORT_TASKD + "\nimport os\n")
+POD = {"MASTER_ADDR": "10.96.0.10", "MASTER_PORT": "2222", "WORLD_SIZE": "32", "LOCAL_WORLD_SIZE": "8"}
+
+
+@pytest.fixture()
+def pod(tmp_path: Path, vendor_site: Path) -> Dict[str, str]:
+    """A training container: fixture TaskD, torch's layout with run.py patched, launchers on PATH."""
+    torch = fake_torch_layout(tmp_path / "torch-site", PATCHED)
+    bin_dir = tmp_path / "bin"
+    for name in ("torchrun", "torch_npu_run", "msrun"):
+        executable(bin_dir / name, "#!/bin/sh\nexit 0\n")
+    return clean_env(
+        PYTHONPATH=python_path(torch, vendor_site),
+        PATH="%s:/usr/bin:/bin" % bin_dir,
+        MINDX_TASK_ID="3f0c-uid",
+        POD_IP="10.0.0.5",
+    )
+
+
+def dry_run(profile: Path, env: Dict[str, str], *extra: str) -> Tuple[int, str, str]:
+    proc = cli(["launch", "--profile", str(profile), "--dry-run", *extra], env)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def exports(out: str) -> Dict[str, str]:
+    found = {}
+    for line in out.splitlines():
+        if line.startswith("export "):
+            name, _, rest = line[len("export ") :].partition("=")
+            found[name] = shlex.split(rest.split("  # ")[0])[0] if rest.split("  # ")[0] else ""
+    return found
+
+
+def commands(out: str) -> List[List[str]]:
+    return [
+        shlex.split(line.rstrip(" &")) for line in out.splitlines() if line and not line.startswith(("#", "export"))
+    ]
+
+
+def test_pytorch_process_recovery_rank0(pod: Dict[str, str], vendor_site: Path) -> None:
+    code, out, err = dry_run(EXAMPLES / "pytorch-process-recovery.yaml", dict(pod, RANK="0", **POD))
+    assert code == 0, out + err
+    env = exports(out)
+    lib = vendor_site / "taskd" / "python" / "cython_api" / "libs" / "libtaskd.so"
+    assert env["LD_PRELOAD"] == str(lib)
+    assert env["MASTER_ADDR"] == "10.0.0.5", "rank 0 points MASTER_ADDR at POD_IP for the TaskD Manager"
+    assert env["TASKD_PROCESS_ENABLE"] == "on" and env["HCCL_ASYNC_ERROR_HANDLING"] == "0"
+    assert env["TASKD_LOG_PATH"] == "/job/code/alllogs/3f0c-uid/taskd"
+    assert env[C.ENV_RESUMABLE_JIT_COMPILE] == "1"  # compile.mode cache
+    manager, launcher = commands(out)
+    assert manager[:3] == [sys.executable, "-m", "resumable.runtime.taskd_manager"]
+    assert json.loads(manager[3]) == {"job_id": "3f0c-uid", "node_nums": 4, "proc_per_node": 8}
+    assert Path(launcher[0]).name == "torchrun"
+    assert launcher[1:] == [
+        "--nproc_per_node=8",
+        "--nnodes=4",
+        "--node_rank=0",
+        "--master_addr=10.0.0.5",
+        "--master_port=2222",
+        "--max_restarts=32767",
+        "--monitor_interval=1",
+        "pretrain_gpt.py",
+    ]
+    assert "/job/code/alllogs/3f0c-uid/resumable/timeline-" in out
+
+
+def test_pytorch_process_recovery_rank1_runs_no_manager(pod: Dict[str, str]) -> None:
+    code, out, err = dry_run(EXAMPLES / "pytorch-process-recovery.yaml", dict(pod, RANK="1", **POD))
+    assert code == 0, out + err
+    env = exports(out)
+    assert "MASTER_ADDR" not in env, "only rank 0 repoints MASTER_ADDR"
+    assert env["LD_PRELOAD"].endswith(C.LIBTASKD_RELATIVE)
+    (launcher,) = commands(out)
+    assert "--node_rank=1" in launcher and "--master_addr=10.96.0.10" in launcher
+    assert "# RANK=1: the TaskD Manager runs only on rank 0" in out
+
+
+def test_mindspore_manager_only_on_the_scheduler_pod(pod: Dict[str, str]) -> None:
+    ms = {"MS_SCHED_PORT": "8118", "MS_NODE_RANK": "0", "MS_WORKER_NUM": "16", "MS_LOCAL_WORKER": "8"}
+    profile = EXAMPLES / "mindspore-process-recovery.yaml"
+    code, out, err = dry_run(profile, dict(pod, MS_SCHED_HOST="10.0.0.5", **ms))
+    assert code == 0, out + err
+    manager, launcher = commands(out)
+    assert json.loads(manager[3]) == {"job_id": "3f0c-uid", "node_nums": 2, "proc_per_node": 8}
+    assert Path(launcher[0]).name == "msrun"
+    assert "--master_addr=10.0.0.5" in launcher and "--master_port=8118" in launcher and "--node_rank=0" in launcher
+    assert launcher[-3:] == ["run_mindformer.py", "--config", "configs/qwen/pretrain.yaml"]
+    assert "MASTER_ADDR" not in exports(out)
+
+    code, out, err = dry_run(profile, dict(pod, MS_SCHED_HOST="10.0.0.9", **ms))
+    assert code == 0, out + err
+    assert len(commands(out)) == 1, "a worker pod (MS_SCHED_HOST != POD_IP) starts no manager"
+    assert "only where they are equal" in out
+
+
+@pytest.mark.parametrize("example", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_example_prints_env_and_command(pod: Dict[str, str], example: Path) -> None:
+    env = dict(pod, RANK="0", MS_SCHED_HOST="10.0.0.5", MS_SCHED_PORT="8118", MS_NODE_RANK="0", **POD)
+    code, out, err = dry_run(example, env)
+    if "mindx_elastic" in example.read_text():
+        # the Elastic Agent line is not in this run.py: a launch would fail, and says why
+        assert code == 2 and "import mindx_elastic.api` 0 times" in out
+        return
+    assert code == 0, out + err
+    assert out.startswith("# resumable launch --dry-run: job ")
+    assert any(line.startswith("export PYTHONPATH=") for line in out.splitlines())
+    plan = job_plan(load_plan(str(example)))
+    launcher = commands(out)[-1]
+    assert Path(launcher[0]).name == plan.launcher.launcher
+    assert launcher[-1 - len(plan.launcher.script_args)] == plan.launcher.script
+
+
+def test_script_after_double_dash_replaces_the_plans(pod: Dict[str, str]) -> None:
+    env = dict(pod, RANK="1", **POD)
+    code, out, _ = dry_run(EXAMPLES / "pytorch-process-recovery.yaml", env, "--", "train.py", "--lr", "0.1")
+    assert code == 0
+    assert commands(out)[-1][-3:] == ["train.py", "--lr", "0.1"]
+
+
+def test_ld_preload_is_prepended(pod: Dict[str, str]) -> None:
+    env = dict(pod, RANK="1", LD_PRELOAD="/usr/lib/libother.so", **POD)
+    _, out, _ = dry_run(EXAMPLES / "pytorch-process-recovery.yaml", env)
+    value = exports(out)["LD_PRELOAD"].split(":")
+    assert value[0].endswith("libtaskd.so") and value[1:] == ["/usr/lib/libother.so"]
+
+
+def test_missing_taskd_and_pod_variables_are_reported_together(tmp_path: Path) -> None:
+    torch = fake_torch_layout(tmp_path / "torch-site", PATCHED)
+    env = clean_env(PYTHONPATH=str(torch), PATH="/usr/bin:/bin", RANK="0")
+    code, out, err = dry_run(EXAMPLES / "pytorch-process-recovery.yaml", env)
+    assert code == 2
+    problems = [line for line in out.splitlines() if line.startswith("# problem:")]
+    text = "\n".join(problems)
+    assert "taskd is not installed" in text
+    assert "POD_IP is not set" in text and "MINDX_TASK_ID is not set" in text
+    assert "MASTER_PORT is not set" in text
+    assert err.startswith("error: ") and len(err.strip().splitlines()) == 1
+
+
+def test_unpatched_run_py_stops_a_taskd_launch(tmp_path: Path, vendor_site: Path) -> None:
+    torch = fake_torch_layout(tmp_path / "torch-site", RUN_PY)
+    env = clean_env(PYTHONPATH=python_path(torch, vendor_site), RANK="1", **POD)
+    proc = cli(["launch", "--profile", str(EXAMPLES / "pytorch-process-recovery.yaml"), "--", "train.py"], env)
+    assert proc.returncode == 2
+    assert "0 times, not once: run `resumable image patch-torchrun`" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_profile_and_job_default_to_the_environment(tmp_path: Path, pod: Dict[str, str]) -> None:
+    env = dict(pod, RANK="1", RESUMABLE_PROFILE=str(EXAMPLES / "pytorch-process-recovery.yaml"), **POD)
+    proc = cli(["launch", "--dry-run"], env)
+    assert proc.returncode == 0, proc.stderr
+    assert "job llama-pretrain" in proc.stdout
+    env["RESUMABLE_JOB"] = "nope"
+    proc = cli(["launch", "--dry-run"], env)
+    assert proc.returncode == 2 and "has no job named 'nope'" in proc.stderr
+
+
+def test_no_profile_is_a_user_error(tmp_path: Path) -> None:
+    proc = cli(["launch", "--dry-run"], clean_env(RESUMABLE_PROFILE=str(tmp_path / "none.yaml")))
+    assert proc.returncode == 2
+    assert "no profile here" in proc.stderr and "RESUMABLE_PROFILE" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_job_size_that_differs_from_the_plan_is_named(pod: Dict[str, str]) -> None:
+    env = dict(pod, RANK="1", **dict(POD, WORLD_SIZE="16"))
+    code, out, _ = dry_run(EXAMPLES / "pytorch-process-recovery.yaml", env)
+    assert code == 0
+    assert "# warning: WORLD_SIZE=16 from the Ascend Operator, but the plan has 4 nodes x 8 processes" in out
+    assert "LOCAL_WORLD_SIZE=8 from" not in out
+
+
+def test_a_conflicting_value_in_the_environment_is_named(pod: Dict[str, str]) -> None:
+    env = dict(pod, RANK="1", HCCL_ASYNC_ERROR_HANDLING="1", **POD)
+    _, out, _ = dry_run(EXAMPLES / "pytorch-process-recovery.yaml", env)
+    assert exports(out)["HCCL_ASYNC_ERROR_HANDLING"] == "0"
+    assert "# warning: HCCL_ASYNC_ERROR_HANDLING=1 in the environment differs from the plan" in out
+
+
+def test_build_spec_in_process(tmp_path: Path) -> None:
+    job = job_plan(load_plan(str(EXAMPLES / "job-level-minimal.yaml")))
+    spec = build_spec(job, {"RANK": "0", "MASTER_ADDR": "a", "MASTER_PORT": "1"}, ["x.py"], str(tmp_path))
+    assert spec.manager is None
+    assert spec.command[1:] == [
+        "--nproc_per_node=8",
+        "--nnodes=2",
+        "--node_rank=0",
+        "--master_addr=a",
+        "--master_port=1",
+        "x.py",
+    ]
+    assert spec.timeline_path.startswith(str(tmp_path))
+    assert spec.grace_seconds == pytest.approx(27.0)  # unset: Kubernetes' 30 s less 10 %
+
+
+def test_a_missing_launcher_is_a_problem(monkeypatch: pytest.MonkeyPatch) -> None:
+    from resumable.runtime import installed
+
+    monkeypatch.setattr(installed, "find_command", lambda name: None)
+    job = job_plan(load_plan(str(EXAMPLES / "job-level-minimal.yaml")))
+    spec = build_spec(job, {"RANK": "0", "MASTER_ADDR": "a", "MASTER_PORT": "1"}, ["x.py"], "/tmp")
+    assert any("torchrun is not installed next to" in p for p in spec.problems)
+
+
+def test_expand() -> None:
+    env = {"A": "1", "B_2": "x"}
+    assert expand("$(A)/${B_2}/$A-", env) == "1/x/1-"
+    with pytest.raises(MissingVariable) as info:
+        expand("--node_rank=$RANK", env)
+    assert info.value.name == "RANK"

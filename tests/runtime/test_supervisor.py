@@ -1,0 +1,277 @@
+"""``resumable launch`` running children: faults and restarts in the timeline, exit codes, signals,
+no orphans, the supervised TaskD Manager. The agent here is tests/fixtures/runtime/fake_torchrun.py
+(torchrun's restart contract without torch), so this also runs on Python 3.8; test_e2e_torchrun.py
+repeats the essentials with the real torchrun."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from resumable import constants as C
+from resumable.runtime.supervisor import decode_status, descendants, proc_stat, shell_code
+
+from .conftest import (
+    FIXTURES,
+    RUN_PY,
+    clean_env,
+    cli,
+    executable,
+    fake_torch_layout,
+    free_port,
+    profile_text,
+    python_path,
+    read_jsonl,
+    start_launch,
+    write,
+)
+
+TOY = FIXTURES / "toy_worker.py"
+
+
+class Pod:
+    def __init__(self, tmp: Path, profile: str, extra_path: Optional[List[Path]] = None) -> None:
+        self.tmp = tmp
+        self.profile = write(tmp / "profile.yaml", profile)
+        bin_dir = tmp / "bin"
+        executable(
+            bin_dir / "torchrun",
+            "#!%s\nimport runpy\nrunpy.run_path(%r, run_name='__main__')\n"
+            % (sys.executable, str(FIXTURES / "fake_torchrun.py")),
+        )
+        self.logs = tmp / "logs"
+        self.progress = tmp / "progress.jsonl"
+        self.env = clean_env(
+            PATH="%s:%s" % (bin_dir, os.environ.get("PATH", "/usr/bin:/bin")),
+            RANK="0",
+            MASTER_ADDR="127.0.0.1",
+            MASTER_PORT=str(free_port()),
+            PYTHONPATH=python_path(*(extra_path or [])),
+        )
+
+    def start(self, *worker_args: str) -> subprocess.Popen[str]:
+        return start_launch(
+            self.profile, self.logs, self.env, [str(TOY), "--progress", str(self.progress), *worker_args]
+        )
+
+    def run(self, *worker_args: str, timeout: float = 120) -> Tuple[int, str]:
+        proc = self.start(*worker_args)
+        _, err = proc.communicate(timeout=timeout)
+        return proc.returncode, err
+
+    @property
+    def timeline(self) -> Path:
+        (path,) = self.logs.glob("timeline-*.jsonl")
+        return path
+
+    def events(self, kind: Optional[str] = None) -> List[Dict[str, Any]]:
+        items = read_jsonl(self.timeline)
+        return [e for e in items if kind is None or e["event"] == kind]
+
+
+def wait_for(predicate: Callable[[], object], timeout: float = 60) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting")
+
+
+def alive(pid: int, starttime: int) -> bool:
+    st = proc_stat(pid)
+    return st is not None and st.starttime == starttime and st.state != "Z"
+
+
+def test_fault_restart_resume_and_timeline(tmp_path: Path) -> None:
+    pod = Pod(tmp_path, profile_text(max_restarts=2, monitor=1, torch="2.1.0"))
+    code, err = pod.run("--steps", "40", "--exit-code", "7", "--exit-rank", "1", "--exit-step", "3")
+    assert code == 0, err
+    kinds = [e["event"] for e in pod.events()]
+    assert kinds[0] == "launch" and kinds[-1] == "exit"
+    (fault,) = pod.events("worker-fault")
+    assert (fault["rank"], fault["exit_code"], fault["restart_count"]) == (1, 7, 0)
+    (stop,) = pod.events("worker-stop")
+    # the agent reaps the workers it stops at once, so their status is often gone before we look
+    assert stop["rank"] == 0 and stop["exit_code"] in (-signal.SIGTERM, None)
+    (restart,) = pod.events("restart")
+    assert restart["restart_count"] == 1 and 0 < float(restart["seconds"]) < 10
+    assert float(restart["time"]) > float(fault["time"])
+    starts = pod.events("worker-start")
+    assert sorted((e["restart_count"], e["rank"]) for e in starts) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert sorted(e["rank"] for e in pod.events("worker-exit")) == [0, 1]
+    assert pod.events("exit")[0]["exit_code"] == 0
+    # every step of the second attempt ran
+    steps = {(e["rank"], e["step"]) for e in read_jsonl(pod.progress) if e["attempt"] == 1}
+    assert len(steps) == 80
+    text = cli(["timeline", str(pod.timeline)])
+    assert text.returncode == 0
+    assert "1 launch, 1 fault, 1 restart" in text.stdout
+    assert "in place" in text.stdout and "recover-in-place" not in text.stdout  # plain torchrun: level job
+    data = json.loads(cli(["timeline", str(pod.timeline), "--format", "json"]).stdout)
+    (rec,) = data["recoveries"]
+    assert rec["rank"] == 1 and rec["exit_code"] == 7 and rec["how"] == "in place" and rec["level"] == "job"
+    assert abs(rec["seconds"] - float(restart["seconds"])) < 1e-3
+
+
+def test_the_failing_workers_exit_code_propagates(tmp_path: Path) -> None:
+    pod = Pod(tmp_path, profile_text(max_restarts=1, monitor=1, torch="2.1.0"))
+    code, err = pod.run(
+        "--steps", "50", "--exit-code", "3", "--exit-rank", "1", "--exit-step", "2", "--exit-attempt", "-1"
+    )
+    assert code == 3, err
+    faults = pod.events("worker-fault")
+    assert [(f["rank"], f["exit_code"], f["restart_count"]) for f in faults] == [(1, 3, 0), (1, 3, 1)]
+    assert len(pod.events("restart")) == 1
+    (last,) = pod.events("exit")
+    assert last["exit_code"] == 3 and last["agent_exit_code"] == 1
+
+
+def test_a_killed_worker_exits_as_the_shell_reports_it(tmp_path: Path) -> None:
+    pod = Pod(tmp_path, profile_text(max_restarts=0, monitor=1, torch="2.1.0"))
+    proc = pod.start("--steps", "400")
+    wait_for(lambda: pod.logs.exists() and len(pod.events("worker-start")) == 2)
+    victim = next(e for e in pod.events("worker-start") if e["rank"] == 1)
+    os.kill(int(victim["pid"]), signal.SIGKILL)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGKILL, err
+    (fault,) = pod.events("worker-fault")
+    assert fault["exit_code"] == -signal.SIGKILL and fault["pid"] == victim["pid"]
+
+
+def test_sigterm_is_forwarded_and_nothing_outlives_the_grace_period(tmp_path: Path) -> None:
+    # grace 4 s -> the launcher waits 3.6 s; the fake agent would wait 30 s for workers ignoring SIGTERM
+    pod = Pod(tmp_path, profile_text(max_restarts=0, monitor=1, grace=4, torch="2.1.0"))
+    proc = pod.start("--steps", "4000", "--ignore-sigterm")
+    wait_for(lambda: pod.logs.exists() and len(pod.events("worker-start")) == 2)
+    tree = [(pid, proc_stat(pid)) for pid in descendants(proc.pid)]
+    assert len(tree) >= 3, tree  # agent + 2 workers
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    took = time.monotonic() - sent
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert 3.0 < took < 10.0, took
+    left = [pid for pid, st in tree if st is not None and alive(pid, st.starttime)]
+    assert left == [], "processes outlived the launcher: %s" % left
+    kinds = [e["event"] for e in pod.events()]
+    assert "signal" in kinds and "kill" in kinds
+    assert pod.events("signal")[0]["signal"] == "SIGTERM"
+
+
+def test_a_dying_agent_leaves_no_orphans(tmp_path: Path) -> None:
+    pod = Pod(tmp_path, profile_text(max_restarts=0, monitor=1, torch="2.1.0"))
+    proc = pod.start("--steps", "4000")
+    wait_for(lambda: pod.logs.exists() and len(pod.events("worker-start")) == 2)
+    workers = [int(e["pid"]) for e in pod.events("worker-start")]
+    stats = {pid: proc_stat(pid) for pid in workers}
+    children = [pid for pid in descendants(proc.pid) if getattr(proc_stat(pid), "ppid", None) == proc.pid]
+    (agent,) = [pid for pid in children if pid not in workers]
+    os.kill(agent, signal.SIGKILL)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGKILL, err
+    assert [pid for pid, st in stats.items() if st is not None and alive(pid, st.starttime)] == []
+    kill = [e for e in pod.events("kill") if e["reason"].startswith("left over")]
+    assert kill and set(workers) <= set(kill[0]["pids"])
+
+
+def test_supervised_taskd_manager_runs_once_with_the_plans_config(
+    tmp_path: Path, vendor_site: Path, fixture_log: Path
+) -> None:
+    torch = fake_torch_layout(
+        tmp_path / "torch-site", RUN_PY.replace("import os\n", C.RUNPY_IMPORT_TASKD + "\nimport os\n")
+    )
+    pod = Pod(tmp_path, profile_text(taskd=True, max_restarts=1, monitor=1), [torch, vendor_site])
+    pod.env.update(POD_IP="127.0.0.1", MINDX_TASK_ID="job-uid-1", RESUMABLE_FIXTURE_LOG=str(fixture_log))
+    code, err = pod.run("--steps", "10")
+    assert code == 0, err
+    calls = read_jsonl(fixture_log)
+    inits = [c for c in calls if c["call"] == "init_taskd_manager"]
+    assert len(inits) == 1
+    config = inits[0]["config"]
+    assert config == {"job_id": "job-uid-1", "node_nums": 1, "proc_per_node": 2, "taskd_enable": "on"}
+    assert inits[0]["env"]["MASTER_ADDR"] == "127.0.0.1"
+    assert [c["result"] for c in calls if c["call"] == "start_taskd_manager"] == [True]
+    # libtaskd.so was preloaded into the agent and every worker (its constructor records each process)
+    preloaded = {c["pid"] for c in calls if c["call"] == "preload"}
+    workers = {e["pid"] for e in pod.events("worker-start")}
+    assert workers and workers <= preloaded
+    manager_pid = pod.events("manager-start")[0]["pid"]
+    assert manager_pid in preloaded and inits[0]["pid"] == manager_pid
+    (ended,) = pod.events("manager-exit")
+    assert ended["exit_code"] == -signal.SIGTERM  # stopped by the launcher once training ended
+    assert (pod.logs / ("taskd-manager-%s.log" % pod.timeline.stem.split("timeline-")[1])).exists()
+
+
+def test_a_manager_that_cannot_start_is_reported(tmp_path: Path, vendor_site: Path, fixture_log: Path) -> None:
+    torch = fake_torch_layout(
+        tmp_path / "torch-site", RUN_PY.replace("import os\n", C.RUNPY_IMPORT_TASKD + "\nimport os\n")
+    )
+    pod = Pod(tmp_path, profile_text(taskd=True, max_restarts=0, monitor=1), [torch, vendor_site])
+    # the Go core refuses a job_id that is not a string (manager.go Config): here an empty id is fine, so
+    # break the library instead: TaskD then says "the libtaskd.so has not been loaded"
+    broken = tmp_path / "broken-site"
+    import shutil
+
+    shutil.copytree(str(vendor_site), str(broken))
+    (broken / "taskd" / "python" / "cython_api" / "libs" / "libtaskd.so").write_bytes(b"not an ELF file")
+    pod.env.update(
+        POD_IP="127.0.0.1",
+        MINDX_TASK_ID="job-uid-2",
+        RESUMABLE_FIXTURE_LOG=str(fixture_log),
+        PYTHONPATH=python_path(torch, broken),
+    )
+    code, err = pod.run("--steps", "30")
+    assert code == 0, err
+    assert "the TaskD Manager exited with 1" in err
+    (ended,) = pod.events("manager-exit")
+    assert ended["exit_code"] == 1
+    assert any(c.get("error") == "the libtaskd.so has not been loaded" for c in read_jsonl(fixture_log))
+
+
+def test_a_fault_reaped_before_it_was_seen_is_inferred_from_the_restart(tmp_path: Path) -> None:
+    from resumable.api import job_plan, load_plan
+    from resumable.runtime.launch import build_spec
+    from resumable.runtime.supervisor import Supervisor
+    from resumable.runtime.timeline import TimelineWriter
+
+    from .conftest import EXAMPLES
+
+    job = job_plan(load_plan(str(EXAMPLES / "job-level-minimal.yaml")))
+    sup = Supervisor(build_spec(job, {"RANK": "0", "MASTER_ADDR": "a", "MASTER_PORT": "1"}, ["x.py"], str(tmp_path)))
+    sup.timeline = TimelineWriter(str(tmp_path / "t.jsonl"))
+    for rank in (0, 1):
+        sup._worker_started({"pid": 1000 + rank, "rank": rank, "restart_count": 0, "time": 1.0})
+    sup._worker_ended(sup.workers[1001], None)  # reaped by the agent before the launcher looked
+    sup._worker_ended(sup.workers[1000], None)
+    gone = time.time()
+    sup._worker_started({"pid": 1002, "rank": 0, "restart_count": 1, "time": gone + 2.0})
+    sup.timeline.close()
+    events = read_jsonl(tmp_path / "t.jsonl")
+    kinds = [e["event"] for e in events]
+    assert kinds == [
+        "worker-start",
+        "worker-start",
+        "worker-end",
+        "worker-end",
+        "worker-fault",
+        "restart",
+        "worker-start",
+    ]
+    fault = events[4]
+    assert fault["rank"] == 1 and fault["exit_code"] is None and fault["inferred"] is True
+    assert 1.9 < events[5]["seconds"] < 2.5
+
+
+def test_status_helpers() -> None:
+    assert decode_status(3 << 8) == 3
+    assert decode_status(signal.SIGKILL) == -signal.SIGKILL
+    assert shell_code(-9) == 137 and shell_code(2) == 2
+    me = proc_stat(os.getpid())
+    assert me is not None and me.ppid == os.getppid() and me.state in "RS"

@@ -1,0 +1,196 @@
+"""``resumable image patch-torchrun``: idempotent, verified and reversible, on torch's file layout
+and against the real installed torch (copied by hard links, so the installed one is never edited)."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict
+
+import pytest
+
+from resumable import constants as C
+from resumable.errors import ResumableError
+from resumable.runtime import installed
+from resumable.runtime import torchrun_patch as tp
+
+from .conftest import EXAMPLES, RUN_PY, clean_env, cli, fake_torch_layout, profile_text, python_path, read_jsonl, write
+
+TASKD, ANCHOR = C.RUNPY_IMPORT_TASKD, C.RUNPY_ANCHOR_TASKD
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# --- the text transformation ---------------------------------------------------------------------
+
+
+def test_inserts_once_before_the_first_top_level_anchor() -> None:
+    text = '"""doc: import os is mentioned here"""\nimport os\nimport sys\nimport os\n'
+    new, done = tp.patched_text(text, TASKD, ANCHOR)
+    assert new == '"""doc: import os is mentioned here"""\n%s\nimport os\nimport sys\nimport os\n' % TASKD
+    assert done == ["inserted `%s` before `import os`" % TASKD]
+    again, done_again = tp.patched_text(new, TASKD, ANCHOR)
+    assert again == new and done_again == []
+
+
+def test_collapses_copies_the_seed_sed_leaves_after_two_builds() -> None:
+    text = "%s\n%s\nimport os\n" % (TASKD, TASKD)
+    new, done = tp.patched_text(text, TASKD, ANCHOR)
+    assert new == "%s\nimport os\n" % TASKD
+    assert tp.count_line(new, TASKD) == 1
+    assert "removed 1 extra copies" in done[0]
+
+
+def test_replaces_the_elastic_agent_line_on_upgrade_to_taskd() -> None:
+    text = "import logging\n%s\nimport os\n" % C.RUNPY_IMPORT_MINDX_ELASTIC
+    new, done = tp.patched_text(text, TASKD, ANCHOR, [C.RUNPY_IMPORT_MINDX_ELASTIC])
+    assert C.RUNPY_IMPORT_MINDX_ELASTIC not in new
+    assert new == "import logging\n%s\nimport os\n" % TASKD
+    assert any("removed `import mindx_elastic.api`" in d for d in done)
+
+
+def test_refuses_when_the_anchor_is_missing() -> None:
+    # torch 2.13's run.py has no `import logging`: PLR's and RTO's sed would silently do nothing
+    with pytest.raises(ResumableError, match=r"has no top-level `import logging` line"):
+        tp.patched_text("import os\n", C.RUNPY_IMPORT_MINDX_ELASTIC, C.RUNPY_ANCHOR_MINDX_ELASTIC)
+    with pytest.raises(ResumableError):
+        tp.patched_text("    import os\n", TASKD, ANCHOR)  # indented: not top level
+
+
+def test_keeps_crlf_line_ends() -> None:
+    new, _ = tp.patched_text("import os\r\nimport sys\r\n", TASKD, ANCHOR)
+    assert new == "%s\r\nimport os\r\nimport sys\r\n" % TASKD
+
+
+def test_undo_gives_back_the_original_text() -> None:
+    original = RUN_PY
+    new, _ = tp.patched_text(original, TASKD, ANCHOR)
+    back, removed = tp.unpatched_text(new, TASKD)
+    assert back == original and removed == 1
+
+
+# --- files, on torch's layout ----------------------------------------------------------------------
+
+
+def _vendor(site: Path, module: str = "vendorpatch", body: str = "") -> str:
+    write(site / module / "__init__.py", "")
+    write(site / module / "patch.py", body)
+    return "import %s.patch" % module
+
+
+def test_patch_verify_and_undo_on_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    site = fake_torch_layout(tmp_path / "site", RUN_PY)
+    line = _vendor(site)
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    run_py = site / "torch" / "distributed" / "run.py"
+    run_py.chmod(0o640)
+    before = sha(run_py)
+    result = tp.patch(line, ANCHOR, str(run_py))
+    assert result.changed and "works" in result.message
+    assert tp.count_line(run_py.read_text(), line) == 1
+    assert run_py.stat().st_mode & 0o777 == 0o640
+    assert not tp.patch(line, ANCHOR, str(run_py)).changed
+    assert tp.undo(line, str(run_py)).changed
+    assert sha(run_py) == before
+    assert not tp.undo(line, str(run_py)).changed
+
+
+def test_a_patch_that_breaks_the_import_is_rolled_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    site = fake_torch_layout(tmp_path / "site", RUN_PY)
+    line = _vendor(site, "brokenvendor", "raise ImportError('wrong torch for this TaskD')\n")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    run_py = site / "torch" / "distributed" / "run.py"
+    before = sha(run_py)
+    with pytest.raises(ResumableError, match=r"wrong torch for this TaskD.*the file was restored"):
+        tp.patch(line, ANCHOR, str(run_py))
+    assert sha(run_py) == before
+
+
+def test_refuses_when_the_module_to_import_is_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    site = fake_torch_layout(tmp_path / "site", RUN_PY)
+    monkeypatch.syspath_prepend(str(site))
+    run_py = site / "torch" / "distributed" / "run.py"
+    with pytest.raises(ResumableError, match=r"notinstalled is not installed, so `import notinstalled.patch`"):
+        tp.patch("import notinstalled.patch", ANCHOR, str(run_py))
+    assert tp.count_line(run_py.read_text(), "import notinstalled.patch") == 0
+
+
+def test_refuses_without_torch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(installed, "package_dir", lambda name: None)
+    with pytest.raises(ResumableError, match=r"torch is not installed") as info:
+        tp.patch(TASKD, ANCHOR)
+    assert "install torch first" in str(info.value)
+
+
+def test_cli_job_without_patch_changes_nothing(tmp_path: Path) -> None:
+    proc = cli(["image", "patch-torchrun", "--profile", str(EXAMPLES / "job-level-minimal.yaml")])
+    assert proc.returncode == 0, proc.stderr
+    assert "needs no run.py patch" in proc.stdout
+
+
+# --- against the real installed torch --------------------------------------------------------------
+
+
+def test_real_torch_patch_is_idempotent_verified_and_reversible(
+    tmp_path: Path, torch_site: Path, vendor_site: Path, wheels: Dict[str, Path], fixture_log: Path
+) -> None:
+    profile = write(tmp_path / "p.yaml", profile_text(taskd=True))
+    env = clean_env(PYTHONPATH=python_path(torch_site, vendor_site), RESUMABLE_FIXTURE_LOG=str(fixture_log))
+    run_py = torch_site / "torch" / "distributed" / "run.py"
+    original = sha(run_py)
+    inode = run_py.stat().st_ino
+
+    first = cli(["image", "patch-torchrun", "--profile", str(profile)], env, timeout=300)
+    assert first.returncode == 0, first.stderr
+    assert "inserted `%s` before `import os`" % TASKD in first.stdout and "works" in first.stdout
+    text = run_py.read_text()
+    assert tp.count_line(text, TASKD) == 1
+    assert text.index(TASKD) < text.index("\nimport os\n")
+    assert run_py.stat().st_ino != inode, "the installed torch's file (same inode) must not be edited in place"
+    # the verification imported torch.distributed.run, which imported the fixture adaptor
+    assert [c["call"] for c in read_jsonl(fixture_log)].count("patch") == 1
+
+    patched = sha(run_py)
+    second = cli(["image", "patch-torchrun", "--profile", str(profile)], env, timeout=300)
+    assert second.returncode == 0 and "already has" in second.stdout
+    assert sha(run_py) == patched
+
+    # torchrun itself runs with the patch and imports the adaptor
+    help_run = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--help"], env=env, stdout=subprocess.PIPE, timeout=300
+    )
+    assert help_run.returncode == 0
+    assert [c["call"] for c in read_jsonl(fixture_log)].count("patch") == 2
+
+    undone = cli(["image", "patch-torchrun", "--profile", str(profile), "--undo"], env)
+    assert undone.returncode == 0 and "removed" in undone.stdout
+    assert sha(run_py) == original
+
+
+def test_real_torch_refuses_without_taskd(tmp_path: Path, torch_site: Path) -> None:
+    profile = write(tmp_path / "p.yaml", profile_text(taskd=True))
+    proc = cli(["image", "patch-torchrun", "--profile", str(profile)], clean_env(PYTHONPATH=str(torch_site)))
+    assert proc.returncode == 2
+    assert (
+        "taskd is not installed, so `import taskd.python.adaptor.patch` in run.py would break torchrun" in proc.stderr
+    )
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert tp.count_line((torch_site / "torch" / "distributed" / "run.py").read_text(), TASKD) == 0
+
+
+def test_real_torch_refuses_the_elastic_agent_anchor(tmp_path: Path, torch_site: Path) -> None:
+    # the legacy example (Elastic Agent, `import logging` anchor) against torch 2.13: no anchor line
+    site = tmp_path / "elastic"
+    write(site / "mindx_elastic" / "__init__.py", "")
+    write(site / "mindx_elastic" / "api.py", "")
+    env = clean_env(PYTHONPATH=python_path(torch_site, site))
+    proc = cli(["image", "patch-torchrun", "--profile", str(EXAMPLES / "legacy-6.0-pod-rescheduling.yaml")], env)
+    assert proc.returncode == 2, proc.stdout
+    assert "has no top-level `import logging` line" in proc.stderr
+    assert "jobs[].image.torch" in proc.stderr
