@@ -8,14 +8,23 @@ repo=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)
 cd "$repo"
 venv=$repo/.venv/bin
 export CONTAINERS_CONF=$repo/podman/containers.conf
-export ANSIBLE_COLLECTIONS_PATH=$repo/collections
+# ./collections: third-party (fetched); the repository root: our ascend_resumable.npu collection
+export ANSIBLE_COLLECTIONS_PATH=$repo/collections:$repo
 export ANSIBLE_CONFIG=$repo/ansible.cfg
 export ANSIBLE_FORCE_COLOR=0 NO_COLOR=1 PY_COLORS=0
 # molecule and ansible-lint look for ansible-playbook on PATH
 export PATH=$venv:$PATH
 image=localhost/ascend-node-deb12:latest
 
-step() { local t0=$SECONDS; echo "=== $*" >&2; "$@"; echo "=== done in $((SECONDS - t0)) s: $*" >&2; }
+# Keeps the command's exit status: under `if !` (below) `set -e` is off, so a step that only
+# echoed its timing would report every molecule run as passed.
+step() {
+  local t0=$SECONDS rc=0
+  echo "=== $*" >&2
+  "$@" || rc=$?
+  echo "=== done in $((SECONDS - t0)) s (exit $rc): $*" >&2
+  return "$rc"
+}
 
 need_pkgs=()
 command -v podman >/dev/null || need_pkgs+=(podman)

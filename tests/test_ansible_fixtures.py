@@ -1,146 +1,161 @@
-"""Unit tests for the Ansible part: version/plan filters, npu-smi parsing, fixture packages."""
+"""Unit tests of the emulated vendor pieces (tests/fixtures/ascend): npu-smi tables as the
+facts module parses them, the package set, the installers' option contract (the parts that run
+without touching a machine), and the emulated kubectl / docker.
+"""
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
+import json
+import os
 import subprocess
+import sys
 from pathlib import Path
-from types import ModuleType
-from typing import Any, Dict, Optional
+from typing import Dict, List
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures" / "ascend"
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+hw = importlib.import_module("ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_hardware")
 
 
-def _load(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-plan_filters = _load("ascend_driver_filters", REPO / "roles/ascend_driver/filter_plugins/ascend_driver.py")
-facts_module = _load("ascend_npu_facts", REPO / "roles/npu_facts/library/ascend_npu_facts.py")
-
-
-@pytest.mark.parametrize(
-    ("left", "right", "expected"),
-    [
-        ("25.0.rc1", "25.0.0", -1),
-        ("25.0.rc1", "25.0.rc1.1", -1),
-        ("25.3.0", "25.2.0", 1),
-        ("7.7.0.1.231", "7.7.0.1.231", 0),
-        ("8.3.RC1", "8.5.0", -1),
-    ],
-)
-def test_version_compare(left: str, right: str, expected: int) -> None:
-    assert plan_filters.ascend_version_compare(left, right) == expected
-
-
-def test_ranges_with_prefix_upper_bound() -> None:
-    ranges = "[25.2.0,25.2.0.],[25.3.0,25.3.0.]"
-    assert plan_filters.ascend_version_in_ranges("25.2.0", ranges)
-    assert plan_filters.ascend_version_in_ranges("25.3.0.1", ranges)
-    assert not plan_filters.ascend_version_in_ranges("25.5.0", ranges)
-    assert plan_filters.ascend_version_in_ranges("7.7.0.1.231", "[7.0.0,7.7.99]")
-    assert not plan_filters.ascend_version_in_ranges("7.8.0.1.220", "[7.0.0,7.7.99]")
-    assert plan_filters.ascend_version_in_ranges("", "[7.0.0,7.7.99]") is None
-
-
-def _facts(
-    driver: Optional[str] = None, firmware: Optional[str] = None, complete: bool = True, for_all: str = "yes"
-) -> Dict[str, Any]:
-    return {
-        "driver": {"installed": driver is not None, "version": driver, "complete": complete and driver is not None},
-        "firmware": {"installed": firmware is not None, "version": firmware},
-        "install_info": {"Driver_Install_For_All": for_all} if driver else {},
-    }
-
-
-def test_plan_fresh_node_driver_first() -> None:
-    plan = plan_filters.ascend_driver_plan(_facts(), "25.2.0", "7.7.0.1.231")
-    assert plan["order"] == ["driver", "firmware"]
-    assert plan["driver"]["action"] == "full"
-
-
-def test_plan_upgrade_firmware_first() -> None:
-    plan = plan_filters.ascend_driver_plan(_facts("25.2.0", "7.7.0.1.231"), "25.3.0", "7.8.0.1.220")
-    assert plan["order"] == ["firmware", "driver"]
-    assert plan["driver"]["action"] == "upgrade"
-
-
-def test_plan_converged_node_does_nothing() -> None:
-    plan = plan_filters.ascend_driver_plan(_facts("25.2.0", "7.7.0.1.231"), "25.2.0", "7.7.0.1.231")
-    assert plan["order"] == [] and not plan["changes"]
-
-
-def test_plan_install_parameter_change_reinstalls_with_full() -> None:
-    plan = plan_filters.ascend_driver_plan(_facts("25.2.0", "7.7.0.1.231"), "25.2.0", "7.7.0.1.231", False)
-    assert plan["order"] == ["driver"] and plan["driver"]["action"] == "full"
-
-
-def test_plan_refuses_downgrade_unless_allowed() -> None:
-    plan = plan_filters.ascend_driver_plan(_facts("25.2.0", "7.7.0.1.231"), "25.1.0", "7.7.0.1.231")
-    assert plan["downgrades"] == ["driver"]
-    allowed = plan_filters.ascend_driver_plan(_facts("25.2.0", "7.7.0.1.231"), "25.1.0", "", True, [], True)
-    assert allowed["driver"]["action"] == "full"
-
-
-def test_plan_resumes_interrupted_driver_in_fresh_order() -> None:
-    plan = plan_filters.ascend_driver_plan(_facts("25.3.0", "7.8.0.1.220"), "25.3.0", "7.8.0.1.220", True, ["driver"])
-    assert plan["order"] == ["driver"] and plan["driver"]["action"] == "full"
-    incomplete = plan_filters.ascend_driver_plan(_facts("25.3.0", "7.8.0.1.220", complete=False), "25.3.0", "")
-    assert incomplete["driver"]["action"] == "full"
-
-
-def test_parse_npu_smi_fixture_output(tmp_path: Path) -> None:
-    sysfs = tmp_path / "sys"
-    state = tmp_path / "state"
-    root = tmp_path / "Ascend"
-    env_file = tmp_path / "fixture.env"
-    (root / "driver").mkdir(parents=True)
-    (root / "driver" / "version.info").write_text("Version=25.2.0\n")
-    state.mkdir()
-    (state / "busy").write_text("")
+def _node(tmp_path: Path, device: str = "0xd802", chips: int = 2, running: str = "25.2.0") -> Dict[str, str]:
+    """A fake sysfs + fixture state; returns the environment the fixture scripts read."""
+    sysfs, state = tmp_path / "sys", tmp_path / "state"
+    (state / "containers").mkdir(parents=True)
+    (state / "running_driver").write_text(running + "\n")
+    (state / "running_firmware").write_text("7.1.0.11.220\n")
     (sysfs / "module" / "drv_pcie_host").mkdir(parents=True)
-    for i, bus in enumerate(["01", "02"]):
-        dev = sysfs / "bus" / "pci" / "devices" / ("0000:%s:00.0" % bus)
+    for i in range(chips):
+        dev = sysfs / "bus" / "pci" / "devices" / ("0000:%02x:00.0" % (i + 1))
         dev.mkdir(parents=True)
-        for name, value in [("vendor", "0x19e5"), ("device", "0xd802"), ("subsystem_vendor", "0x19e5")]:
+        for name, value in [
+            ("vendor", "0x19e5"),
+            ("device", device),
+            ("subsystem_vendor", "0x19e5"),
+            ("subsystem_device", "0x3000"),
+            ("ascend_board_id", "0xb1"),
+        ]:
             (dev / name).write_text(value + "\n")
-        (dev / "subsystem_device").write_text("0x300%d\n" % i)
+    env_file = tmp_path / "fixture.env"
     env_file.write_text(
-        "ASCEND_FIXTURE_SYSFS=%s\nASCEND_FIXTURE_STATE=%s\nASCEND_FIXTURE_ROOT=%s\n" % (sysfs, state, root)
+        "ASCEND_FIXTURE_SYSFS=%s\nASCEND_FIXTURE_STATE=%s\nASCEND_FIXTURE_HOME=%s\n" % (sysfs, state, FIXTURES)
     )
-    out = subprocess.run(
-        [str(FIXTURES / "npu-smi"), "info"],
-        env={"ASCEND_FIXTURE_ENV": str(env_file), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    version, health, processes = facts_module.parse_npu_smi(out)
-    assert version == "25.2.0"
-    assert health == {"0": "OK", "1": "OK"}
-    assert [p["pid"] for p in processes] == ["4242"]
-    devices = facts_module.pci_devices(str(sysfs))
-    assert [d["product"] for d in devices] == ["Atlas 800T A2 / 900 A2 PoD", "Atlas 800T A2 / 900 A2 PoD"]
+    return {"ASCEND_FIXTURE_ENV": str(env_file), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+
+
+def _run(argv: List[str], env: Dict[str, str], check: bool = True) -> subprocess.CompletedProcess:  # type: ignore[type-arg]
+    return subprocess.run(argv, env=env, capture_output=True, text=True, check=check, timeout=60)
+
+
+def test_fixture_npu_smi_910b_table(tmp_path: Path) -> None:
+    env = _node(tmp_path)
+    (tmp_path / "state" / "busy").write_text("")
+    parsed = hw.parse_npu_smi(_run([str(FIXTURES / "npu-smi"), "info"], env).stdout)
+    assert parsed["driver_version"] == "25.2.0"
+    assert parsed["npus"] == {"0": "OK", "1": "OK"}
+    assert [c["phy_id"] for c in parsed["chips"]] == [None, None]
+    assert [p["pid"] for p in parsed["processes"]] == ["4242"]
+
+
+def test_fixture_npu_smi_a3_table(tmp_path: Path) -> None:
+    env = _node(tmp_path, device="0xd803", chips=4)
+    parsed = hw.parse_npu_smi(_run([str(FIXTURES / "npu-smi"), "info"], env).stdout)
+    assert parsed["phy_id_column"]
+    assert parsed["npus"] == {"0": "OK", "1": "OK"}
+    assert [(c["npu"], c["chip"], c["phy_id"]) for c in parsed["chips"]] == [
+        ("0", "0", "0"),
+        ("0", "1", "1"),
+        ("1", "0", "2"),
+        ("1", "1", "3"),
+    ]
+    board = hw.parse_board(_run([str(FIXTURES / "npu-smi"), "info", "-t", "board", "-i", "1"], env).stdout)
+    assert board == {"board_id": "0xb1", "firmware_version": "7.1.0.11.220", "software_version": "25.2.0"}
+
+
+def test_fixture_npu_smi_without_a_loaded_driver(tmp_path: Path) -> None:
+    env = _node(tmp_path)
+    (tmp_path / "sys" / "module" / "drv_pcie_host").rmdir()
+    result = _run([str(FIXTURES / "npu-smi"), "info"], env, check=False)
+    assert result.returncode != 0 and "-8005" in result.stderr
 
 
 def test_generated_packages_are_deterministic(tmp_path: Path) -> None:
     for out in (tmp_path / "a", tmp_path / "b"):
         subprocess.run([str(FIXTURES / "build-packages.sh"), str(out)], check=True)
     names = sorted(p.name for p in (tmp_path / "a").glob("*.run"))
-    assert len(names) == 10
+    assert len(names) == 11
     for name in names:
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
-    version = subprocess.run(
+        assert hw.package_info(name) is not None, name
+    version = _run(
         ["bash", str(tmp_path / "a" / "Ascend-hdk-910b-npu-driver_25.3.0_linux-x86-64.run"), "--version"],
-        capture_output=True,
-        text=True,
-        check=True,
+        dict(os.environ),
     ).stdout.strip()
     assert version == "25.3.0"
+
+
+@pytest.fixture(scope="module")
+def packages(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("packages")
+    subprocess.run([str(FIXTURES / "build-packages.sh"), str(out)], check=True)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("package", "args", "error"),
+    [
+        # driver and firmware take --full, CANN --install (node-prep.md 1.7, 2.2)
+        ("Ascend-hdk-910b-npu-driver_25.2.0_linux-x86-64.run", ["--install", "--quiet"], "unknown option '--install'"),
+        # --install-for-all is a driver option, not a firmware one (2.2)
+        ("Ascend-hdk-910b-npu-firmware_7.7.0.1.231.run", ["--full", "--install-for-all"], "unknown option"),
+        # the run-user options belong to driver and firmware, not to CANN (2.2)
+        ("Ascend-cann-toolkit_8.5.0_linux-x86_64.run", ["--install", "--install-username=x"], "unknown option"),
+        ("Ascend-cann-toolkit_8.5.0_linux-x86_64.run", ["--install", "--type=toolkit"], "unknown option"),
+        ("Ascend-hdk-910b-npu-driver_25.2.0_linux-x86-64.run", ["--full", "--upgrade"], "only one of"),
+        ("Ascend-hdk-910b-npu-driver_25.2.0_linux-x86-64.run", ["--quiet"], "no action given"),
+    ],
+)
+def test_installers_refuse_what_the_vendor_refuses(packages: Path, package: str, args: List[str], error: str) -> None:
+    result = _run(["bash", str(packages / package), "--nox11", *args], dict(os.environ), check=False)
+    assert result.returncode == 1
+    assert error in result.stderr
+
+
+def test_installers_unpack_their_version_info(packages: Path, tmp_path: Path) -> None:
+    package = packages / "Ascend-hdk-910b-npu-driver_25.3.0_linux-x86-64.run"
+    _run(["bash", str(package), "--noexec", "--extract=%s" % tmp_path], dict(os.environ))
+    text = (tmp_path / "driver" / "version.info").read_text()
+    assert "Version=25.3.0" in text and "compatible_version_fw=[6.4.0,6.4.99],[7.7.0,7.8.99]" in text
+
+
+def test_emulated_kubectl_and_docker(tmp_path: Path) -> None:
+    env = _node(tmp_path, chips=8)
+    state = tmp_path / "state"
+    (state / "containers" / "ds-device-plugin").write_text("kind=daemonset\ndevices=/dev/davinci_manager\npid=1\n")
+    (state / "containers" / "pod-train").write_text("kind=pod\ndevices=/dev/davinci0\npid=2\nprocess=python3\n")
+    kubectl, docker = str(FIXTURES / "kubectl"), str(FIXTURES / "docker")
+
+    def node() -> Dict[str, object]:
+        return dict(json.loads(_run([kubectl, "get", "node", "n1", "-o", "json"], env).stdout))
+
+    assert node()["status"]["allocatable"]["huawei.com/Ascend910"] == "8"  # type: ignore[index]
+    assert len(_run([docker, "ps", "-q"], env).stdout.split()) == 2
+    refused = _run([kubectl, "drain", "n1"], env, check=False)
+    assert refused.returncode == 1 and "--ignore-daemonsets" in refused.stderr
+    assert "evicting pod default/pod-train" in _run([kubectl, "drain", "n1", "--ignore-daemonsets"], env).stdout
+    assert _run([kubectl, "cordon", "n1"], env).stdout.strip() == "node/n1 already cordoned"
+    assert _run([kubectl, "label", "node", "n1", "workerselector-"], env).stdout.strip() == "node/n1 unlabeled"
+    assert _run([docker, "ps", "-q"], env).stdout.split() == []
+    assert "huawei.com/Ascend910" not in node()["status"]["allocatable"]  # type: ignore[index]
+    relabel = [kubectl, "label", "node", "n1", "workerselector=dls-worker-node", "--overwrite"]
+    assert _run(relabel, env).stdout.strip() == "node/n1 labeled"
+    assert _run([kubectl, "uncordon", "n1"], env).stdout.strip() == "node/n1 uncordoned"
+    inspect = json.loads(_run([docker, "inspect", *_run([docker, "ps", "-q"], env).stdout.split()], env).stdout)
+    holder = {"runtime": "docker", "id": inspect[0]["Id"][:12], "name": "ds-device-plugin"}
+    assert hw.docker_holders(json.dumps(inspect)) == [dict(holder, devices=["/dev/davinci_manager"])]
+    assert (state / "kubectl.log").read_text().splitlines()[0] == "get node n1 -o json"

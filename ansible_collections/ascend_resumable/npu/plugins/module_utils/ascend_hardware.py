@@ -1,0 +1,355 @@
+"""Ascend hardware facts shared by the facts module (node) and the filters (controller).
+
+Vendor facts only (tables from /work/shared/research/node-prep.md, sections cited per table);
+what the profile wants comes from the resumable plan, never from here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_version import VersionError, compare
+
+VENDOR = "0x19e5"
+
+# PCI device id -> (chip family, cluster.chip of the profile or None for inference chips).
+# Families: node-prep.md 2.6 (ascend-deployer module_utils/common_info.py card_map); the
+# cluster.chip values are the ring-controller.atlas values of MindCluster (mindcluster.md:
+# ascend-910 = Atlas 800/300T, ascend-910b = A2 and A3, ascend-npu = Atlas 350/850/950).
+CHIPS = {
+    "d100": ("310", None),
+    "d500": ("310P", None),
+    "d105": ("310B", None),
+    "d107": ("310B", None),
+    "d801": ("910", "ascend-910"),
+    "d802": ("910B", "ascend-910b"),
+    "d803": ("910_93", "ascend-910b"),
+    "d806": ("910_95", "ascend-npu"),
+}
+
+# (device, subsystem_vendor, subsystem_device) -> product; node-prep.md 2.6
+PRODUCTS = {
+    ("d100", "0200", "0100"): "Atlas 300I (310)",
+    ("d500", "0200", "0100"): "Atlas 300I Pro",
+    ("d500", "0200", "0110"): "Atlas 300I Duo",
+    ("d105", "0200", "0100"): "Atlas 200I A2",
+    ("d107", "0000", "0000"): "Atlas 200I A2",
+    ("d801", "0200", "0100"): "Atlas 800 (Model 9000/9010)",
+    ("d802", "0200", "0100"): "Atlas 900T / 800T A2",
+    ("d802", "19e5", "4000"): "Atlas 300I A2",
+    ("d802", "19e5", "6000"): "Atlas 300T A2",
+    ("d803", "19e5", "0100"): "Atlas 800I A3",
+    ("d803", "19e5", "3003"): "Atlas 800I A3",
+}
+for _sub in ("3000", "3001", "3003", "3400", "3401", "3402", "3403"):
+    PRODUCTS[("d802", "19e5", _sub)] = "Atlas 800T A2 / 900 A2 PoD"
+for _sub in ("3002", "3004", "3005"):
+    PRODUCTS[("d802", "19e5", _sub)] = "Atlas 800I A2"
+for _sub in ("3000", "3001", "3002"):
+    PRODUCTS[("d803", "19e5", _sub)] = "Atlas 900 A3 SuperPoD"
+for _sub in ("4003", "4004", "4005"):
+    PRODUCTS[("d806", "19e5", _sub)] = "Atlas 350"
+
+# Board id (npu-smi info -t board) -> the accelerator-type values it can mean; node-prep.md 2.6.
+# 0xb1 is listed both for the A3 Box8 (module-a3-16) and for the 900 A3 PoD
+# (module-a3-16-super-pod) (ascend-deployer puts it in both tables, node-prep.md 1.17 item 9):
+# it is ambiguous, so the profile's cluster.accelerator_type decides and must be one of both.
+_BOARD_TABLE = [
+    ((0x02, 0x27, 0x21, 0x24, 0x28), ("module",)),
+    ((*tuple(range(48, 53)), 56), ("module-910b-8",)),
+    (tuple(range(0x50, 0x54)), ("module-910b-16",)),
+    ((0x01, 0x03, 0x06), ("card",)),
+    (tuple(range(0x10, 0x14)), ("card-910b-2",)),
+    ((0xB3,), ("module-a3-16",)),
+    ((0xB0, 0xB2), ("module-a3-16-super-pod",)),
+    ((0xB1,), ("module-a3-16", "module-a3-16-super-pod")),
+    (tuple(range(0x18, 0x1D)), ("300I-A5-8",)),
+]
+
+# Package file names (node-prep.md 2.1): the chip token -> chip family it is built for.
+PACKAGE_CHIPS = {
+    "910": "910",
+    "910b": "910B",
+    "a3": "910_93",
+    "310p": "310P",
+    "310b": "310B",
+    "310": "310",
+    "950": "910_95",
+}
+_ARCH = {"aarch64": "aarch64", "arm64": "aarch64", "x86-64": "x86_64", "x86_64": "x86_64"}
+_PACKAGE_PATTERNS = [
+    # Ascend-hdk-910b-npu-driver_25.0.rc1.1_linux-aarch64.run; patch drivers have no arch
+    (
+        "driver",
+        re.compile(
+            r"^Ascend-hdk-(?P<chip>[0-9a-z]+)-npu-driver_(?P<version>[^_]+)(_sph\d+)?_linux(-(?P<arch>[a-z0-9_-]+))?\.run$",
+            re.I,
+        ),
+    ),
+    (
+        "driver",
+        re.compile(r"^Atlas-(?P<chip>A3)-hdk-npu-driver_(?P<version>[^_]+)_linux-(?P<arch>[a-z0-9_-]+)\.run$", re.I),
+    ),
+    ("firmware", re.compile(r"^Ascend-hdk-(?P<chip>[0-9a-z]+)-npu-firmware_(?P<version>[^_]+)\.run$", re.I)),
+    ("firmware", re.compile(r"^Atlas-(?P<chip>A3)-hdk-npu-firmware_(?P<version>[^_]+)\.run$", re.I)),
+    ("toolkit", re.compile(r"^Ascend-cann-toolkit_(?P<version>[^_]+)_linux-(?P<arch>[a-z0-9_-]+)\.run$", re.I)),
+    (
+        "kernels",
+        re.compile(
+            r"^Ascend-cann-kernels-(?P<chip>[0-9a-z]+)_(?P<version>[^_]+)_linux-(?P<arch>[a-z0-9_-]+)\.run$", re.I
+        ),
+    ),
+    (
+        "ops",
+        re.compile(r"^Ascend-cann-(?P<chip>[0-9a-z]+)-ops_(?P<version>[^_]+)_linux-(?P<arch>[a-z0-9_-]+)\.run$", re.I),
+    ),
+]
+
+# Device nodes that make an NPU "in use" (node-prep.md 1.11, 2.7).
+DEVICE_PREFIX = "/dev/davinci"
+DEVICE_NODES = ("/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc")
+_BUS_ID = re.compile(r"^([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]|NA)$")
+
+
+def board_accelerator_types(board):
+    """The accelerator-type values a board id can mean ([] when unknown)."""
+    try:
+        value = int(str(board), 16)
+    except (TypeError, ValueError):
+        return []
+    for ids, labels in _BOARD_TABLE:
+        if value in ids:
+            return list(labels)
+    return []
+
+
+def short_id(hexid):
+    return (hexid or "").strip().lower().replace("0x", "").zfill(4)
+
+
+def package_info(name):
+    """Kind, chip family, arch and version of a vendor package, from its file name (2.1).
+
+    Returns None when the name does not follow the vendor naming.
+    """
+    base = str(name).rsplit("/", 1)[-1]
+    for kind, pattern in _PACKAGE_PATTERNS:
+        m = pattern.match(base)
+        if m is None:
+            continue
+        groups = m.groupdict()
+        chip = groups.get("chip")
+        arch = groups.get("arch")
+        return {
+            "name": base,
+            "kind": kind,
+            "chip": PACKAGE_CHIPS.get(chip.lower()) if chip else None,
+            "chip_token": chip,
+            "arch": _ARCH.get(arch.lower()) if arch else None,
+            "version": groups["version"],
+        }
+    return None
+
+
+def is_device_path(path):
+    return path.startswith(DEVICE_PREFIX) or path in DEVICE_NODES
+
+
+def _cells(line):
+    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+
+
+def parse_npu_smi(text):
+    """Parse ``npu-smi info`` (node-prep.md 2.5) for the 910B and the A3 layouts.
+
+    Every chip has two rows: ``NPU Name | Health | ...`` then ``Chip [Phy-ID] | Bus-Id | ...``.
+    On A3 nodes (header ``Chip  Phy-ID``) an NPU has two chips, each with both rows, and the
+    second row starts with the chip id *and* the Phy-ID; on 910B nodes only with the chip id.
+    Health is kept per chip and summarised per NPU (any chip not OK makes the NPU not OK).
+    """
+    result = {"driver_version": None, "npus": {}, "chips": [], "processes": [], "phy_id_column": False}
+    section = None
+    pending = None
+    for line in text.splitlines():
+        m = re.search(r"npu-smi\s+\S+\s+Version:\s*(\S+)", line)
+        if m:
+            result["driver_version"] = m.group(1)
+            continue
+        if not line.startswith("|"):
+            continue
+        cells = _cells(line)
+        head = cells[0].split()
+        if head[:2] == ["NPU", "Name"]:
+            section = "chips"
+            continue
+        if head[:1] == ["Chip"]:
+            result["phy_id_column"] = "Phy-ID" in head
+            continue
+        if head[:2] == ["NPU", "Chip"] and len(cells) > 1 and cells[1].startswith("Process"):
+            section = "processes"
+            continue
+        if section == "chips" and len(cells) >= 3 and head and head[0].isdigit():
+            if not _BUS_ID.match(cells[1]):
+                # NPU row: id, name, health (the name may be all digits, e.g. "310")
+                pending = {"npu": head[0], "name": head[1] if len(head) > 1 else "", "health": cells[1]}
+            elif pending is not None:
+                # chip row: chip id [Phy-ID], Bus-Id
+                chip = dict(pending, chip=head[0], bus_id=cells[1], phy_id=None)
+                if len(head) > 1 and head[1].isdigit():
+                    chip["phy_id"] = head[1]
+                result["chips"].append(chip)
+                pending = None
+        elif section == "processes" and len(cells) >= 3 and len(head) >= 2 and head[0].isdigit() and head[1].isdigit():
+            pid = (cells[1].split() or [""])[0]
+            if pid.isdigit():
+                result["processes"].append(
+                    {"npu": head[0], "chip": head[1], "pid": pid, "name": cells[2] if len(cells) > 2 else ""}
+                )
+    for chip in result["chips"]:
+        previous = result["npus"].get(chip["npu"])
+        if previous is None or previous == "OK":
+            result["npus"][chip["npu"]] = chip["health"]
+    return result
+
+
+def parse_board(text):
+    """``npu-smi info -t board -i N``: ``Key : value`` lines (node-prep.md 2.5)."""
+    out = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            out[key.strip()] = value.strip()
+    board = out.get("Board ID")
+    return {
+        "board_id": board.lower() if board and re.match(r"^0x[0-9a-fA-F]+$", board) else None,
+        "firmware_version": out.get("Firmware Version") or None,
+        "software_version": out.get("Software Version") or None,
+    }
+
+
+def docker_holders(inspect_json):
+    """Containers whose ``docker inspect`` lists NPU device nodes (node-prep.md 1.11)."""
+    holders = []
+    for item in json.loads(inspect_json or "[]"):
+        host = item.get("HostConfig") or {}
+        devices = sorted(
+            d.get("PathOnHost", "") for d in host.get("Devices") or [] if is_device_path(d.get("PathOnHost", ""))
+        )
+        if devices and (item.get("State") or {}).get("Running", True):
+            holders.append(
+                {
+                    "runtime": "docker",
+                    "id": item.get("Id", "")[:12],
+                    "name": item.get("Name", "").lstrip("/"),
+                    "devices": devices,
+                }
+            )
+    return holders
+
+
+def crictl_holders(inspect_json):
+    """Containers whose CRI runtime spec lists NPU device nodes (``crictl inspect``, containerd)."""
+    doc = json.loads(inspect_json or "{}")
+    items = doc if isinstance(doc, list) else [doc]
+    holders = []
+    for item in items:
+        spec = ((item.get("info") or {}).get("runtimeSpec") or {}).get("linux") or {}
+        devices = sorted(d.get("path", "") for d in spec.get("devices") or [] if is_device_path(d.get("path", "")))
+        status = item.get("status") or {}
+        if devices:
+            holders.append(
+                {
+                    "runtime": "cri",
+                    "id": str(status.get("id", ""))[:12],
+                    "name": (status.get("metadata") or {}).get("name", ""),
+                    "devices": devices,
+                }
+            )
+    return holders
+
+
+def profile_mismatches(facts, nodes):
+    """What the detected hardware says against what the plan's ``nodes`` part wants.
+
+    Returns one sentence per disagreement, naming both sides. Nodes without NPUs are only
+    checked for their architecture.
+    """
+    problems = []
+    arch = facts.get("arch")
+    if nodes.get("arch") and arch and arch != nodes["arch"]:
+        problems.append("the profile says cluster.arch %s, the node is %s" % (nodes["arch"], arch))
+    if not facts.get("present"):
+        return problems
+    detected = sorted(set(d.get("profile_chip") or "none (%s)" % d.get("chip") for d in facts.get("devices", [])))
+    if nodes.get("chip") and detected != [nodes["chip"]]:
+        problems.append(
+            "the profile says cluster.chip %s, the node has %s (PCI %s)"
+            % (
+                nodes["chip"],
+                " and ".join(detected),
+                ", ".join(sorted(set("19e5:" + d["device_id"] for d in facts["devices"]))),
+            )
+        )
+    candidates = facts.get("accelerator_types") or []
+    wanted = nodes.get("accelerator_type")
+    if wanted and candidates and wanted not in candidates:
+        problems.append(
+            "the profile says cluster.accelerator_type %s, board id %s means %s"
+            % (wanted, facts.get("board_id"), " or ".join(candidates))
+        )
+    return problems
+
+
+def package_mismatches(facts, info, what):
+    """A package built for another chip or architecture than the node (2.1, 2.2 guards)."""
+    problems = []
+    if info is None:
+        return problems
+    arch = facts.get("arch")
+    if info.get("arch") and arch and info["arch"] != arch:
+        problems.append("%s %s is built for %s, the node is %s" % (what, info["name"], info["arch"], arch))
+    chips = facts.get("chips") or []
+    if info.get("chip") and chips and chips != [info["chip"]]:
+        problems.append(
+            "%s %s is built for Ascend %s, the node has Ascend %s"
+            % (what, info["name"], info["chip"], " and ".join(chips))
+        )
+    return problems
+
+
+def _package_file(package):
+    source = package.get("src") or package.get("url") or package.get("path") or ""
+    return source.rstrip("/").rsplit("/", 1)[-1]
+
+
+def package_problems(facts, packages, kinds, versions=None):
+    """Everything wrong with the packages a role is about to use, before the node is touched.
+
+    packages: name -> {src|url|path}; kinds: name -> the package kind (driver, firmware,
+    toolkit, kernels, ops) it must be by the vendor naming (2.1); versions: name -> the version
+    it must carry (from its file name). A name that does not follow the naming cannot be checked
+    against the hardware, so it is a problem too.
+    """
+    problems = []
+    for name in sorted(packages):
+        what = "the %s package" % name
+        file_name = _package_file(packages[name])
+        info = package_info(file_name)
+        if info is None or info["kind"] != kinds[name]:
+            problems.append(
+                "%s %s is not a %s package by the vendor naming (node-prep.md 2.1), so it cannot be checked "
+                "against this node" % (what, file_name or "(no file)", kinds[name])
+            )
+            continue
+        problems.extend(package_mismatches(facts, info, what))
+        wanted = (versions or {}).get(name)
+        try:
+            different = bool(wanted) and compare(info["version"], wanted) != 0
+        except VersionError:
+            different = True
+        if different:
+            problems.append(
+                "%s %s is version %s, the wanted version is %s" % (what, file_name, info["version"], wanted)
+            )
+    return problems

@@ -1,0 +1,60 @@
+"""Filter of the ascend_cann role: decide toolkit and kernels/ops actions."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: ascend_cann_plan
+short_description: decide CANN toolkit and kernels/ops actions from the installed CANN and the wanted version
+description:
+  - Versions are ordered by the collection's module_utils (ascend_resumable.npu ascend_version).
+"""
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_version import VersionError, compare
+
+# CANN 8.5.0 moved the toolkit to <root>/cann -> cann-<version> and replaced the per-chip
+# kernels packages by ops packages (node-prep.md 0.6, 2.1, 2.3).
+UNIFIED_FROM = "8.5.0"
+
+
+def ascend_cann_plan(cann, wanted, has_ops=False, in_progress=None, allow_downgrade=False):
+    """{'toolkit': install|upgrade|none, 'ops': install|none, 'unified', 'refusals', 'changes', 'reason'}.
+
+    cann: ascend_npu.cann of npu_facts. in_progress: 'toolkit' / 'ops' when an earlier run of
+    the role was interrupted in that installer.
+    """
+    in_progress = set(in_progress or [])
+    try:
+        unified = compare(wanted, UNIFIED_FROM) >= 0
+        order = compare(wanted, cann["version"]) if cann.get("installed") and cann.get("version") else None
+        ops_current = cann.get("ops_version") and compare(wanted, cann["ops_version"]) == 0
+    except VersionError as exc:
+        raise AnsibleFilterError("ascend_cann_plan: %s" % exc) from exc
+    plan = {"toolkit": "none", "ops": "none", "unified": unified, "refusals": [], "changes": False, "reason": ""}
+    if not cann.get("installed"):
+        plan.update(toolkit="install", reason="CANN is not installed")
+    elif order is not None and order < 0 and not allow_downgrade:
+        plan["refusals"].append(
+            "refusing to downgrade CANN from %s to %s (set ascend_cann_allow_downgrade=true if intended)"
+            % (cann["version"], wanted)
+        )
+        plan["reason"] = "downgrade refused"
+    elif order != 0 or "toolkit" in in_progress:
+        plan.update(
+            toolkit="upgrade",
+            reason="CANN %s -> %s" % (cann["version"], wanted)
+            if order != 0
+            else "previous toolkit install was interrupted",
+        )
+    else:
+        plan["reason"] = "CANN %s already installed" % cann["version"]
+    if has_ops and not plan["refusals"] and (plan["toolkit"] != "none" or not ops_current or "ops" in in_progress):
+        plan["ops"] = "install"
+    plan["changes"] = plan["toolkit"] != "none" or plan["ops"] != "none"
+    return plan
+
+
+class FilterModule:
+    def filters(self):
+        return {"ascend_cann_plan": ascend_cann_plan}

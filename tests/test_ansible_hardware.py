@@ -1,0 +1,383 @@
+"""Unit tests of the Ansible side's hardware logic: npu-smi tables (910B and A3), board ids,
+vendor package names, hardware against the profile, device holders, and the driver/CANN plans.
+
+The npu-smi samples follow the layouts of node-prep.md 2.5 (two rows per chip; on A3 nodes the
+second header reads "Chip  Phy-ID" and every chip repeats its NPU row); the device ids and board
+ids follow node-prep.md 2.6.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+hw = importlib.import_module("ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_hardware")
+
+
+def _load(name: str, path: Path) -> Any:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+driver_filters = _load("ascend_driver_filters", REPO / "roles/ascend_driver/filter_plugins/ascend_driver.py")
+cann_filters = _load("ascend_cann_filters", REPO / "roles/ascend_cann/filter_plugins/ascend_cann.py")
+
+A2_TABLE = """\
++------------------------------------------------------------------------------------------------+
+| npu-smi 25.2.0                   Version: 25.2.0                                               |
++---------------------------+---------------+----------------------------------------------------+
+| NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|
+| Chip                      | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |
++===========================+===============+====================================================+
+| 0     910B3               | OK            | 92.2        36                0    / 0             |
+| 0                         | 0000:C1:00.0  | 0           0    / 0          3314 / 65536         |
++===========================+===============+====================================================+
+| 1     910B3               | Alarm         | 91.9        38                0    / 0             |
+| 0                         | 0000:C2:00.0  | 0           0    / 0          3307 / 65536         |
++===========================+===============+====================================================+
++---------------------------+---------------+----------------------------------------------------+
+| NPU     Chip              | Process id    | Process name             | Process memory(MB)      |
++===========================+===============+====================================================+
+| 0       0                 | 4242          | python3                  | 2048                    |
++===========================+===============+====================================================+
+| No running processes found in NPU 1                                                            |
++===========================+===============+====================================================+
+"""
+
+A3_TABLE = """\
++------------------------------------------------------------------------------------------------+
+| npu-smi 25.3.rc1                 Version: 25.3.rc1                                             |
++---------------------------+---------------+----------------------------------------------------+
+| NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|
+| Chip  Phy-ID              | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |
++===========================+===============+====================================================+
+| 0     Ascend910           | OK            | 161.9       34                0    / 0             |
+| 0     0                   | 0000:9D:00.0  | 0           0    / 0          3099 / 65536         |
++------------------------------------------------------------------------------------------------+
+| 0     Ascend910           | OK            | -           34                0    / 0             |
+| 1     1                   | 0000:9F:00.0  | 0           0    / 0          2885 / 65536         |
++===========================+===============+====================================================+
+| 1     Ascend910           | OK            | 167.2       36                0    / 0             |
+| 0     2                   | 0000:99:00.0  | 0           0    / 0          3122 / 65536         |
++------------------------------------------------------------------------------------------------+
+| 1     Ascend910           | Warning       | -           36                0    / 0             |
+| 1     3                   | 0000:9B:00.0  | 0           0    / 0          2891 / 65536         |
++===========================+===============+====================================================+
++---------------------------+---------------+----------------------------------------------------+
+| NPU     Chip              | Process id    | Process name             | Process memory(MB)      |
++===========================+===============+====================================================+
+| No running processes found in NPU 0                                                            |
++===========================+===============+====================================================+
+| No running processes found in NPU 1                                                            |
++===========================+===============+====================================================+
+"""
+
+
+def test_910b_table_one_chip_per_npu() -> None:
+    parsed = hw.parse_npu_smi(A2_TABLE)
+    assert parsed["driver_version"] == "25.2.0"
+    assert parsed["npus"] == {"0": "OK", "1": "Alarm"}
+    assert [(c["npu"], c["chip"], c["bus_id"], c["phy_id"]) for c in parsed["chips"]] == [
+        ("0", "0", "0000:C1:00.0", None),
+        ("1", "0", "0000:C2:00.0", None),
+    ]
+    assert parsed["processes"] == [{"npu": "0", "chip": "0", "pid": "4242", "name": "python3"}]
+    assert not parsed["phy_id_column"]
+
+
+def test_a3_table_two_chips_per_npu_and_the_bus_id_is_not_the_health() -> None:
+    parsed = hw.parse_npu_smi(A3_TABLE)
+    assert parsed["phy_id_column"]
+    # the Bus-Id of a "Chip Phy-ID" row is never taken for a health value
+    assert parsed["npus"] == {"0": "OK", "1": "Warning"}
+    assert [(c["npu"], c["chip"], c["phy_id"], c["bus_id"], c["health"]) for c in parsed["chips"]] == [
+        ("0", "0", "0", "0000:9D:00.0", "OK"),
+        ("0", "1", "1", "0000:9F:00.0", "OK"),
+        ("1", "0", "2", "0000:99:00.0", "OK"),
+        ("1", "1", "3", "0000:9B:00.0", "Warning"),
+    ]
+    assert parsed["processes"] == []
+
+
+def test_an_all_digit_npu_name_is_still_an_npu_row() -> None:
+    table = A2_TABLE.replace("910B3       ", "310         ")
+    assert hw.parse_npu_smi(table)["npus"] == {"0": "OK", "1": "Alarm"}
+
+
+def test_board_query() -> None:
+    text = "\tNPU ID : 0\n\tSoftware Version : 25.2.0\n\tFirmware Version : 7.7.0.1.231\n\tBoard ID : 0x33\n"
+    assert hw.parse_board(text) == {"board_id": "0x33", "firmware_version": "7.7.0.1.231", "software_version": "25.2.0"}
+
+
+@pytest.mark.parametrize(
+    ("board", "types"),
+    [
+        ("0x33", ["module-910b-8"]),
+        ("0x52", ["module-910b-16"]),
+        ("0xb3", ["module-a3-16"]),
+        ("0xb0", ["module-a3-16-super-pod"]),
+        # node-prep.md 2.6 lists 0xb1 for the A3 Box8 and for the 900 A3 PoD: the profile decides
+        ("0xb1", ["module-a3-16", "module-a3-16-super-pod"]),
+        ("0x99", []),
+        (None, []),
+    ],
+)
+def test_board_ids(board: Optional[str], types: Any) -> None:
+    assert hw.board_accelerator_types(board) == types
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "chip", "arch", "version"),
+    [
+        ("Ascend-hdk-910b-npu-driver_25.0.rc1.1_linux-aarch64.run", "driver", "910B", "aarch64", "25.0.rc1.1"),
+        ("Ascend-hdk-910b-npu-driver_25.2.0_linux-x86-64.run", "driver", "910B", "x86_64", "25.2.0"),
+        ("Ascend-hdk-910-npu-driver_25.0.rc1.1_sph001_linux.run", "driver", "910", None, "25.0.rc1.1"),
+        ("Atlas-A3-hdk-npu-driver_25.3.rc1_linux-aarch64.run", "driver", "910_93", "aarch64", "25.3.rc1"),
+        ("Ascend-hdk-910b-npu-firmware_7.7.0.1.231.run", "firmware", "910B", None, "7.7.0.1.231"),
+        ("Atlas-A3-hdk-npu-firmware_7.8.0.1.220.run", "firmware", "910_93", None, "7.8.0.1.220"),
+        ("Ascend-cann-toolkit_8.5.0_linux-x86_64.run", "toolkit", None, "x86_64", "8.5.0"),
+        ("Ascend-cann-kernels-910b_8.3.RC1_linux-aarch64.run", "kernels", "910B", "aarch64", "8.3.RC1"),
+        ("Ascend-cann-A3-ops_8.5.0_linux-aarch64.run", "ops", "910_93", "aarch64", "8.5.0"),
+    ],
+)
+def test_package_names(name: str, kind: str, chip: Optional[str], arch: Optional[str], version: str) -> None:
+    info = hw.package_info("/srv/packages/" + name)
+    assert info is not None
+    assert (info["kind"], info["chip"], info["arch"], info["version"]) == (kind, chip, arch, version)
+
+
+def test_unknown_package_names() -> None:
+    assert hw.package_info("driver.run") is None
+    assert hw.package_info("Ascend-hdk-910b-npu-driver.run") is None
+
+
+def _facts(device: str = "d802", board: Optional[str] = "0x33", arch: str = "x86_64", count: int = 8) -> Dict[str, Any]:
+    chip, profile_chip = hw.CHIPS[device]
+    types = hw.board_accelerator_types(board)
+    return {
+        "arch": arch,
+        "present": count > 0,
+        "devices": [{"device_id": device, "chip": chip, "profile_chip": profile_chip}] * count,
+        "chips": [chip] if count else [],
+        "board_id": board,
+        "accelerator_types": types,
+    }
+
+
+PLAN = {"chip": "ascend-910b", "accelerator_type": "module-910b-8", "arch": "x86_64"}
+
+
+def test_hardware_that_matches_the_profile() -> None:
+    assert hw.profile_mismatches(_facts(), PLAN) == []
+    a3 = dict(PLAN, accelerator_type="module-a3-16-super-pod")
+    assert hw.profile_mismatches(_facts("d803", "0xb1", count=16), a3) == []
+
+
+def test_hardware_that_disagrees_names_both() -> None:
+    problems = hw.profile_mismatches(_facts("d801", "0x02", arch="aarch64"), PLAN)
+    assert problems == [
+        "the profile says cluster.arch x86_64, the node is aarch64",
+        "the profile says cluster.chip ascend-910b, the node has ascend-910 (PCI 19e5:d801)",
+        "the profile says cluster.accelerator_type module-910b-8, board id 0x02 means module",
+    ]
+    inference = hw.profile_mismatches(_facts("d500", None), PLAN)
+    assert inference == ["the profile says cluster.chip ascend-910b, the node has none (310P) (PCI 19e5:d500)"]
+
+
+def test_a_node_without_npus_is_only_checked_for_its_architecture() -> None:
+    assert hw.profile_mismatches(_facts(count=0), PLAN) == []
+    assert len(hw.profile_mismatches(_facts(count=0, arch="aarch64"), PLAN)) == 1
+
+
+def test_packages_against_the_node() -> None:
+    facts = _facts()
+    good = hw.package_info("Ascend-hdk-910b-npu-driver_25.2.0_linux-x86-64.run")
+    assert hw.package_mismatches(facts, good, "the driver package") == []
+    wrong_chip = hw.package_info("Ascend-hdk-910-npu-driver_25.2.0_linux-x86-64.run")
+    assert hw.package_mismatches(facts, wrong_chip, "the driver package") == [
+        "the driver package Ascend-hdk-910-npu-driver_25.2.0_linux-x86-64.run is built for Ascend 910, "
+        "the node has Ascend 910B"
+    ]
+    wrong_arch = hw.package_info("Ascend-cann-toolkit_8.5.0_linux-aarch64.run")
+    assert hw.package_mismatches(facts, wrong_arch, "the toolkit") == [
+        "the toolkit Ascend-cann-toolkit_8.5.0_linux-aarch64.run is built for aarch64, the node is x86_64"
+    ]
+
+
+def test_device_holders_from_docker_and_cri() -> None:
+    docker = json.dumps(
+        [
+            {
+                "Id": "a" * 64,
+                "Name": "/npu-exporter",
+                "State": {"Running": True},
+                "HostConfig": {"Devices": [{"PathOnHost": "/dev/davinci_manager"}, {"PathOnHost": "/dev/null"}]},
+            },
+            {"Id": "b" * 64, "Name": "/web", "State": {"Running": True}, "HostConfig": {"Devices": None}},
+        ]
+    )
+    assert hw.docker_holders(docker) == [
+        {"runtime": "docker", "id": "a" * 12, "name": "npu-exporter", "devices": ["/dev/davinci_manager"]}
+    ]
+    cri = json.dumps(
+        {
+            "status": {"id": "c" * 64, "metadata": {"name": "train"}},
+            "info": {"runtimeSpec": {"linux": {"devices": [{"path": "/dev/davinci3"}, {"path": "/dev/hisi_hdc"}]}}},
+        }
+    )
+    assert hw.crictl_holders(cri) == [
+        {"runtime": "cri", "id": "c" * 12, "name": "train", "devices": ["/dev/davinci3", "/dev/hisi_hdc"]}
+    ]
+
+
+# --- the driver role's plan -------------------------------------------------------------------
+
+
+def _installed(
+    driver: Optional[str] = None,
+    firmware: Optional[str] = None,
+    complete: bool = True,
+    for_all: str = "yes",
+    user: str = "HwHiAiUser",
+) -> Dict[str, Any]:
+    record = {"Driver_Install_For_All": for_all, "UserName": user, "UserGroup": user} if driver else {}
+    return {
+        "driver": {"installed": driver is not None, "version": driver, "complete": complete and driver is not None},
+        "firmware": {"installed": firmware is not None, "version": firmware},
+        "install_info": record,
+    }
+
+
+plan = driver_filters.ascend_driver_plan
+
+
+def test_plan_fresh_node_driver_first() -> None:
+    p = plan(_installed(), "25.2.0", "7.7.0.1.231")
+    assert p["order"] == ["driver", "firmware"] and p["driver"]["action"] == "full"
+
+
+def test_plan_upgrade_firmware_first() -> None:
+    p = plan(_installed("25.2.0", "7.7.0.1.231"), "25.3.0", "7.8.0.1.220")
+    assert p["order"] == ["firmware", "driver"] and p["driver"]["action"] == "upgrade"
+
+
+def test_plan_converged_node_does_nothing_whatever_the_spelling() -> None:
+    p = plan(_installed("25.0.rc1.1", "7.7.0.1.231"), "25.0.RC1.1", "7.7.0.1.231")
+    assert p["order"] == [] and not p["changes"]
+
+
+def test_plan_install_parameter_change_reinstalls_with_full() -> None:
+    p = plan(_installed("25.2.0", "7.7.0.1.231"), "25.2.0", "7.7.0.1.231", False)
+    assert p["order"] == ["driver"] and p["driver"]["action"] == "full"
+
+
+def test_plan_refuses_downgrade_unless_allowed() -> None:
+    p = plan(_installed("25.2.0", "7.7.0.1.231"), "25.1.0", "7.7.0.1.231")
+    assert p["downgrades"] == ["driver"] and not p["changes"]
+    assert p["refusals"] == [
+        "refusing to downgrade the driver from 25.2.0 to 25.1.0 (set ascend_driver_allow_downgrade=true if intended)"
+    ]
+    allowed = plan(_installed("25.2.0", "7.7.0.1.231"), "25.1.0", "", True, [], True)
+    assert allowed["driver"]["action"] == "full" and allowed["changes"]
+
+
+def test_plan_refuses_a_run_user_change() -> None:
+    p = plan(_installed("25.2.0", "7.7.0.1.231"), "25.2.0", "7.7.0.1.231", True, [], False, "npurun", "npurun")
+    assert not p["changes"]
+    assert p["refusals"][0].startswith(
+        "the driver is installed for run user HwHiAiUser:HwHiAiUser, the profile/inventory wants npurun:npurun"
+    )
+    same = plan(_installed("25.2.0", "7.7.0.1.231"), "25.3.0", "", True, [], False, "HwHiAiUser", "HwHiAiUser")
+    assert same["refusals"] == [] and same["changes"]
+
+
+def test_plan_resumes_interrupted_driver_in_fresh_order() -> None:
+    p = plan(_installed("25.3.0", "7.8.0.1.220"), "25.3.0", "7.8.0.1.220", True, ["driver"])
+    assert p["order"] == ["driver"] and p["driver"]["action"] == "full"
+    incomplete = plan(_installed("25.3.0", "7.8.0.1.220", complete=False), "25.3.0", "")
+    assert incomplete["driver"]["action"] == "full"
+
+
+# --- the CANN role's plan ---------------------------------------------------------------------
+
+
+def _cann(version: Optional[str], ops: Optional[str] = None) -> Dict[str, Any]:
+    return {"installed": version is not None, "version": version, "ops_version": ops}
+
+
+cann_plan = cann_filters.ascend_cann_plan
+
+
+def test_cann_fresh_and_converged() -> None:
+    fresh = cann_plan(_cann(None), "8.5.0", True)
+    assert (fresh["toolkit"], fresh["ops"], fresh["unified"]) == ("install", "install", True)
+    done = cann_plan(_cann("8.5.0", "8.5.0"), "8.5.0", True)
+    assert not done["changes"]
+    legacy = cann_plan(_cann("8.3.RC1", "8.3.RC1"), "8.3.rc1", True)
+    assert not legacy["changes"] and not legacy["unified"]
+
+
+def test_cann_upgrade_reinstalls_ops_and_interrupted_steps_repeat() -> None:
+    up = cann_plan(_cann("8.3.RC1", "8.3.RC1"), "8.5.0", True)
+    assert (up["toolkit"], up["ops"]) == ("upgrade", "install")
+    ops_only = cann_plan(_cann("8.5.0", None), "8.5.0", True)
+    assert (ops_only["toolkit"], ops_only["ops"]) == ("none", "install")
+    resumed = cann_plan(_cann("8.5.0", "8.5.0"), "8.5.0", True, ["toolkit"])
+    assert resumed["toolkit"] == "upgrade"
+
+
+def test_cann_refuses_downgrade_unless_allowed() -> None:
+    down = cann_plan(_cann("8.5.0", "8.5.0"), "8.3.RC1", True)
+    assert not down["changes"] and down["refusals"] == [
+        "refusing to downgrade CANN from 8.5.0 to 8.3.RC1 (set ascend_cann_allow_downgrade=true if intended)"
+    ]
+    allowed = cann_plan(_cann("8.5.0", "8.5.0"), "8.3.RC1", True, [], True)
+    assert allowed["toolkit"] == "upgrade" and allowed["refusals"] == []
+
+
+def test_package_problems_before_the_node_is_touched() -> None:
+    facts = _facts()
+    good = {"driver": {"src": "/srv/Ascend-hdk-910b-npu-driver_25.2.0_linux-x86-64.run"}}
+    kinds = {"driver": "driver", "ops": "ops"}
+    assert hw.package_problems(facts, good, kinds, {"driver": "25.2.0"}) == []
+    renamed = {"driver": {"path": "/srv/driver.run"}}
+    assert hw.package_problems(facts, renamed, kinds) == [
+        "the driver package driver.run is not a driver package by the vendor naming (node-prep.md 2.1), so it "
+        "cannot be checked against this node"
+    ]
+    other = {"driver": {"url": "https://mirror/Ascend-hdk-910b-npu-driver_25.3.0_linux-aarch64.run"}}
+    assert hw.package_problems(facts, other, kinds, {"driver": "25.2.0"}) == [
+        "the driver package Ascend-hdk-910b-npu-driver_25.3.0_linux-aarch64.run is built for aarch64, "
+        "the node is x86_64",
+        "the driver package Ascend-hdk-910b-npu-driver_25.3.0_linux-aarch64.run is version 25.3.0, "
+        "the wanted version is 25.2.0",
+    ]
+    kernels_for_85 = {"ops": {"src": "Ascend-cann-kernels-910b_8.5.0_linux-x86_64.run"}}
+    assert "is not a ops package" in hw.package_problems(facts, kernels_for_85, kinds)[0]
+
+
+def test_checksum_problems_name_the_package_and_both_sums() -> None:
+    filters = _load("ascend_filters", REPO / "ansible_collections/ascend_resumable/npu/plugins/filter/ascend.py")
+    item = {"key": "ops", "value": {"path": "/p/ops.run", "checksum": "sha256:" + "f" * 64}}
+    results = [
+        {"ascend_package_item": item, "stat": {"exists": True, "checksum": "a" * 64}},
+        {"ascend_package_item": {"key": "toolkit", "value": {"src": "/c/tk.run"}}, "stat": {"exists": False}},
+        {"ascend_package_item": {"key": "x", "value": {"src": "/c/x.run"}}, "stat": {"exists": True, "checksum": "b"}},
+    ]
+    assert filters.checksum_problems(results, "node-1") == [
+        "package ops (/p/ops.run on node-1) has sha256 %s, the inventory says %s" % ("a" * 64, "f" * 64),
+        "package toolkit (/c/tk.run on the controller) is missing",
+    ]

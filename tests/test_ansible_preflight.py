@@ -1,0 +1,95 @@
+"""playbooks/preflight.yml takes the profile from the inventory group_vars, the way users set it
+(play vars used to override it, so a profile in group_vars was "not set, skipped"), validates it
+with the real `resumable plan` and hands its nodes part to the roles."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+PLAYBOOK = shutil.which("ansible-playbook", path=str(BIN)) or shutil.which("ansible-playbook")
+CHECKSUM = "sha256:" + "ab" * 32
+
+pytestmark = pytest.mark.skipif(PLAYBOOK is None, reason="ansible-playbook is not installed (make test-venv)")
+
+
+def _preflight(inventory: Path) -> subprocess.CompletedProcess:  # type: ignore[type-arg]
+    env = dict(
+        os.environ,
+        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
+        ANSIBLE_NOCOLOR="1",
+        # `resumable` of this checkout, as the inventory names it (ascend_preflight_resumable_cmd: resumable)
+        PATH="%s:%s" % (BIN, os.environ.get("PATH", "")),
+    )
+    return subprocess.run(
+        [str(PLAYBOOK), "-i", str(inventory), str(ROOT / "playbooks" / "preflight.yml")],
+        cwd=str(ROOT),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def _copy_example(tmp_path: Path) -> Path:
+    """inventory/example with real-looking checksums, in a directory that keeps its relative profile path."""
+    inventory = tmp_path / "inventory" / "example"
+    shutil.copytree(ROOT / "inventory" / "example", inventory)
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    compute = inventory / "group_vars" / "ascend_compute.yml"
+    data = yaml.safe_load(compute.read_text())
+    for key in ("ascend_driver_driver_package", "ascend_driver_firmware_package"):
+        data[key]["checksum"] = CHECKSUM
+    compute.write_text(yaml.safe_dump(data))
+    return inventory / "hosts.yml"
+
+
+def test_example_inventory_validates_the_profile_from_group_vars() -> None:
+    """The example inventory as shipped: the profile is planned, then its placeholder checksums are refused."""
+    result = _preflight(ROOT / "inventory" / "example" / "hosts.yml")
+    out = " ".join(result.stdout.split())  # the yaml callback wraps long messages
+    assert "examples/pytorch-process-recovery.yaml: ascend-910b / module-910b-8 /" in out, out
+    assert "aarch64, HDK 25.0.rc1.1, driver run user HwHiAiUser 1000:1000" in out, out
+    assert result.returncode != 0
+    assert "sha256:REPLACE-with-the-sha256-of-the-package" in out
+
+
+def test_example_inventory_with_checksums_passes(tmp_path: Path) -> None:
+    result = _preflight(_copy_example(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "driver run user HwHiAiUser 1000:1000" in " ".join(result.stdout.split())
+
+
+def test_invalid_profile_in_group_vars_stops_the_play(tmp_path: Path) -> None:
+    hosts = _copy_example(tmp_path)
+    doc = yaml.safe_load((ROOT / "examples" / "pytorch-process-recovery.yaml").read_text())
+    doc["jobs"][0]["recovery"]["watchdog"] = "on"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(doc))
+    all_vars = hosts.parent / "group_vars" / "all.yml"
+    data = yaml.safe_load(all_vars.read_text())
+    data["ascend_preflight_profile"] = str(bad)
+    all_vars.write_text(yaml.safe_dump(data))
+    result = _preflight(hosts)
+    assert result.returncode != 0
+    assert "exited 2 (profile invalid)" in result.stdout
+    assert "[watchdog-process-level]" in result.stdout
+
+
+def test_a_missing_profile_is_an_error_not_a_skip(tmp_path: Path) -> None:
+    hosts = _copy_example(tmp_path)
+    all_vars = hosts.parent / "group_vars" / "all.yml"
+    data = yaml.safe_load(all_vars.read_text())
+    del data["ascend_preflight_profile"]
+    all_vars.write_text(yaml.safe_dump(data))
+    result = _preflight(hosts)
+    assert result.returncode != 0
+    assert "ascend_preflight_profile is not set" in result.stdout
