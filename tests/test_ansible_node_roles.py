@@ -3,6 +3,7 @@ node labels and accounts (mindcluster_node), and the plan part they read."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
@@ -25,7 +26,10 @@ runtime = load("ansible.module_utils.ascend_runtime", UTILS + "ascend_runtime.py
 ports = load("ascend_reserved_ports", "roles/mindcluster_node/library/ascend_reserved_ports.py")
 labels_module = load("ascend_node_labels", "roles/mindcluster_node/library/ascend_node_labels.py")
 node_filters = load("mindcluster_node_filters", "roles/mindcluster_node/filter_plugins/mindcluster_node.py")
-facts = load("ascend_npu_facts", "roles/npu_facts/library/ascend_npu_facts.py")
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+hw = importlib.import_module("ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_hardware")
+facts = importlib.import_module("ansible_collections.ascend_resumable.npu.plugins.modules.ascend_npu_facts")
 
 BIN = "/usr/local/Ascend/Ascend-Docker-Runtime/ascend-docker-runtime"
 CONFIG = "/etc/containerd/config.toml"
@@ -213,114 +217,154 @@ def test_boot_order_of_sysctl_files(tmp_path: Path) -> None:
 # --- labels and accounts ----------------------------------------------------------------------
 
 
-def npu_of(tmp_path: Path, device: str, sub: str, board: Optional[str]) -> Dict[str, Any]:
-    """The ascend_npu fact as npu_facts builds it from a sysfs tree (its own functions)."""
+def npu_of(tmp_path: Path, device: str, sub_vendor: str, sub: str, board: Optional[str]) -> Dict[str, Any]:
+    """The ascend_npu fact parts the label decision reads, built by the facts module's own code
+    from a sysfs tree like the one tests/fixtures/ascend/setup-node.sh writes."""
     pci = tmp_path / "bus/pci/devices/0000:c1:00.0"
     pci.mkdir(parents=True)
     for attr, value in (
         ("vendor", "0x19e5"),
         ("device", device),
-        ("subsystem_vendor", "0x19e5"),
+        ("subsystem_vendor", sub_vendor),
         ("subsystem_device", sub),
     ):
         (pci / attr).write_text(value + "\n")
     devices = facts.pci_devices(str(tmp_path))
-    chips = sorted({d["chip"] for d in devices if d["chip"]})
+    types = hw.board_accelerator_types(board)
     return {
+        "arch": "x86_64",
+        "present": bool(devices),
         "count": len(devices),
-        "chips": chips,
+        "devices": devices,
         "product": devices[0]["product"],
-        "accelerator": devices[0]["accelerator"],
-        "accelerator_type": facts._board_type(board),
-        "npu_smi": {"board_id": board},
+        "board_id": board,
+        "accelerator_types": types,
+        "accelerator_type": types[0] if len(types) == 1 else None,
     }
 
 
+#: Labels every compute node gets (INST01 "Creating a node label": node-role worker, the NPU
+#: DaemonSets' workerselector, NodeD's nodeDEnable) on x86_64 (host-arch=huawei-x86).
 WORKER = {
     "node-role.kubernetes.io/worker": "worker",
     "workerselector": "dls-worker-node",
     "nodeDEnable": "on",
+    "host-arch": "huawei-x86",
 }
 
-#: (PCI device, subsystem, board id) of a fixture product -> its profile -> the labels INST01 Table 1 lists
-PRODUCTS: List[Tuple[Tuple[str, str, Optional[str]], Dict[str, str], Dict[str, str]]] = [
+#: Per product, INST01 Table 1 (the product -> label table of MindCluster's "preparing for
+#: installation" page): the product, how the fixtures emulate it (PCI device, subsystem device,
+#: npu-smi board id as tests/fixtures/ascend/setup-node.sh takes them), the profile's cluster
+#: fields for it, and the labels INST01 lists for it beyond WORKER.
+PRODUCTS: List[Tuple[str, Tuple[str, str, str, Optional[str]], Dict[str, str], Dict[str, str]]] = [
     (
-        ("0xd802", "0x3000", "0x33"),
+        "Atlas 800T A2",
+        ("0xd802", "0x19e5", "0x3000", "0x33"),
         {"chip": "ascend-910b", "accelerator_type": "module-910b-8"},
         {"accelerator": "huawei-Ascend910", "accelerator-type": "module-910b-8"},
     ),
     (
-        ("0xd802", "0x3002", "0x33"),
+        "Atlas 800I A2",
+        ("0xd802", "0x19e5", "0x3002", "0x33"),
         {"chip": "ascend-910b", "accelerator_type": "module-910b-8"},
         {"accelerator": "huawei-Ascend910", "accelerator-type": "module-910b-8", "server-usage": "infer"},
     ),
     (
-        ("0xd802", "0x3000", "0x50"),
+        "Atlas 200T A2 Box16",
+        ("0xd802", "0x19e5", "0x3000", "0x50"),
         {"chip": "ascend-910b", "accelerator_type": "module-910b-16"},
         {"accelerator": "huawei-Ascend910", "accelerator-type": "module-910b-16"},
     ),
     (
-        ("0xd803", "0x3000", "0xb0"),
+        "Atlas 900 A3 SuperPoD",
+        ("0xd803", "0x19e5", "0x3000", "0xb0"),
         {"chip": "ascend-910b", "accelerator_type": "module-a3-16-super-pod"},
         {"accelerator": "huawei-Ascend910", "accelerator-type": "module-a3-16-super-pod"},
     ),
     (
-        ("0xd803", "0x3003", "0xb3"),
+        # board 0xb1 is ambiguous (A3 Box8 or 900 A3 SuperPoD): the profile decides
+        "Atlas 900 A3 SuperPoD (board 0xb1)",
+        ("0xd803", "0x19e5", "0x3000", "0xb1"),
+        {"chip": "ascend-910b", "accelerator_type": "module-a3-16-super-pod"},
+        {"accelerator": "huawei-Ascend910", "accelerator-type": "module-a3-16-super-pod"},
+    ),
+    (
+        "Atlas 800I A3",
+        ("0xd803", "0x19e5", "0x3003", "0xb3"),
         {"chip": "ascend-910b", "accelerator_type": "module-a3-16"},
         {"accelerator": "huawei-Ascend910", "accelerator-type": "module-a3-16", "server-usage": "infer"},
     ),
     (
-        ("0xd801", "0x0100", "0x02"),
+        "Atlas 800 (Model 9000)",
+        ("0xd801", "0x0200", "0x0100", "0x02"),
         {"chip": "ascend-910", "accelerator_type": "module"},
         {"accelerator": "huawei-Ascend910", "accelerator-type": "module"},
     ),
 ]
 
 
-@pytest.mark.parametrize(("quad", "cluster", "expected"), PRODUCTS)
-def test_labels_of_each_fixture_product_follow_inst01_table_1(
-    tmp_path: Path, quad: Tuple[str, str, Optional[str]], cluster: Dict[str, str], expected: Dict[str, str]
+@pytest.mark.parametrize(("product", "quad", "cluster", "expected"), PRODUCTS, ids=[p[0] for p in PRODUCTS])
+def test_labels_of_each_fixture_product_follow_inst01_and_the_plan(
+    tmp_path: Path,
+    product: str,
+    quad: Tuple[str, str, str, Optional[str]],
+    cluster: Dict[str, str],
+    expected: Dict[str, str],
 ) -> None:
     plan = nodes_plan(**cluster)
     npu = npu_of(tmp_path, *quad)
-    out = node_filters.node_labels(plan, npu, "x86_64", ["compute"])
-    assert out["problems"] == []
-    assert out["labels"] == dict(WORKER, **{"host-arch": "huawei-x86"}, **expected)
+    assert npu["product"], "the facts module does not know the PCI ids of %s" % product
+    # npu_facts accepts the hardware for this profile (what site.yml checks before any label)
+    assert hw.profile_mismatches(npu, plan) == []
+    out = node_filters.node_labels(plan, npu, ["compute"])
+    assert out["problems"] == [] and out["held"] == []
+    assert out["labels"] == dict(WORKER, **expected)
+    # the plan's own labels are the INST01 ones; only the product adds server-usage
+    assert {k: v for k, v in out["labels"].items() if k != "server-usage"} == plan["labels"]
+
+
+def test_every_product_a_scenario_emulates_has_its_labels_checked() -> None:
+    """Each fixture_npu of the molecule scenarios (setup-node.sh arguments) is a row of PRODUCTS
+    (or a node without NPUs), so a scenario's label expectations rest on this table."""
+    import yaml
+
+    known = {quad for _, quad, _, _ in PRODUCTS}
+    seen = set()
+    for path in list(REPO.glob("roles/*/molecule/*/molecule.yml")) + list(REPO.glob("molecule/*/molecule.yml")):
+        inventory = yaml.safe_load(path.read_text())["provisioner"].get("inventory", {})
+        for host in (inventory.get("host_vars") or {}).values():
+            npu = host.get("fixture_npu")
+            if npu and int(npu[3]) > 0:
+                seen.add((str(npu[0]), str(npu[1]), str(npu[2]), str(npu[4])))
+    assert seen, "no scenario emulates an NPU node"
+    assert seen <= known, "scenario products without a label row: %s" % sorted(seen - known)
 
 
 def test_management_and_compute_get_both_label_sets(tmp_path: Path) -> None:
     plan = nodes_plan(chip="ascend-910b", accelerator_type="module-910b-8")
-    npu = npu_of(tmp_path, "0xd802", "0x3000", "0x33")
-    both = node_filters.node_labels(plan, npu, "x86_64", ["compute", "management"])["labels"]
+    npu = npu_of(tmp_path, "0xd802", "0x19e5", "0x3000", "0x33")
+    both = node_filters.node_labels(plan, npu, ["compute", "management"])["labels"]
     assert both["masterselector"] == "dls-master-node" and both["workerselector"] == "dls-worker-node"
-    mgmt = node_filters.node_labels(plan, {"count": 0}, "x86_64", ["management"])
-    assert mgmt == {"labels": {"masterselector": "dls-master-node"}, "problems": []}
+    mgmt = node_filters.node_labels(plan, {"count": 0}, ["management"])
+    assert mgmt == {"labels": {"masterselector": "dls-master-node"}, "held": [], "problems": []}
 
 
-def test_hardware_that_disagrees_with_the_plan_names_both(tmp_path: Path) -> None:
-    plan = nodes_plan(chip="ascend-910b", accelerator_type="module-a3-16")
-    npu = npu_of(tmp_path, "0xd802", "0x3000", "0x33")
-    problems = node_filters.node_labels(plan, npu, "aarch64", ["compute"])["problems"]
-    assert any("accelerator-type=module-a3-16" in p and "is module-910b-8" in p for p in problems)
-    assert any("x86_64 nodes" in p and "this host is aarch64" in p for p in problems)
-    assert node_filters.node_labels(plan, {"count": 0}, "x86_64", ["compute"])["problems"][0].startswith(
-        "it is a compute node but npu_facts finds no Ascend NPU"
-    )
-    npu_plan = nodes_plan(chip="ascend-npu", accelerator_type="module-910b-8")
-    assert any(
-        "accelerator=huawei-npu" in p
-        for p in node_filters.node_labels(npu_plan, npu, "x86_64", ["compute"])["problems"]
-    )
+def test_compute_node_without_npus_is_refused() -> None:
+    plan = nodes_plan(chip="ascend-910b", accelerator_type="module-910b-8")
+    problems = node_filters.node_labels(plan, {"count": 0}, ["compute"])["problems"]
+    assert problems[0].startswith("it is a compute node but npu_facts finds no Ascend NPU")
 
 
-def test_undetected_board_accepts_the_plan(tmp_path: Path) -> None:
-    plan = nodes_plan(chip="ascend-910b", accelerator_type="module-a3-16")
-    npu = npu_of(tmp_path, "0xd803", "0x3000", None)
-    assert node_filters.node_labels(plan, npu, "x86_64", ["compute"])["labels"]["accelerator-type"] == "module-a3-16"
+def test_daemonset_selector_waits_for_the_maintenance_window(tmp_path: Path) -> None:
+    plan = nodes_plan(chip="ascend-910b", accelerator_type="module-910b-8")
+    npu = npu_of(tmp_path, "0xd802", "0x19e5", "0x3000", "0x33")
+    out = node_filters.node_labels(plan, npu, ["compute"], list(plan["worker_selector"]))
+    assert out["held"] == ["workerselector"] and "workerselector" not in out["labels"]
+    assert out["labels"]["accelerator-type"] == "module-910b-8"
 
 
 def test_inference_products_are_products_npu_facts_reports() -> None:
-    assert set(C.INFERENCE_PRODUCTS) <= set(facts.PRODUCTS.values())
+    assert set(C.INFERENCE_PRODUCTS) <= set(hw.PRODUCTS.values())
 
 
 def test_accounts_compare_without_renumbering() -> None:

@@ -318,6 +318,9 @@ class NodePlan(PlanPart):
     arch: Arch
     labels: Dict[str, str]
     master_labels: Dict[str, str]
+    #: node selector of the NPU DaemonSets (device plugin, NodeD, NPU Exporter; INST01): without it
+    #: their pods leave the node (the driver role pauses them with it, node labels hold it back)
+    worker_selector: Dict[str, str]
     users: List[Dict[str, Any]]
     log_dirs: List[Dict[str, Any]]
     reserved_ports: List[int]

@@ -125,6 +125,7 @@ def build_nodes(profile: Profile, facts: List[JobFacts]) -> NodePlan:
         arch=cluster.arch,
         labels=labels,
         master_labels={C.NODE_LABEL_MASTER: C.NODE_LABEL_MASTER_VALUE},
+        worker_selector={C.NODE_LABEL_WORKER: C.NODE_LABEL_WORKER_VALUE},
         users=_users(),
         log_dirs=_log_dirs(),
         reserved_ports=reserved_ports(profile, facts),

@@ -11,12 +11,15 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 
-def node_labels(plan, npu, arch, roles):
+def node_labels(plan, npu, roles, held=None):
     """Labels for a host with ``roles`` (compute and/or management).
 
-    ``npu`` is the ascend_npu fact (npu_facts), ``arch`` the host's machine architecture.
-    Returns {"labels": {...}, "problems": [...]}; a problem names what the plan says and what the
-    host has, and no label is applied while there is one.
+    ``npu`` is the ascend_npu fact; npu_facts has already checked it against the plan (chip,
+    accelerator type, architecture: ascend_resumable.npu.profile_mismatches), so this only picks
+    the label sets that apply. ``held`` are label keys not to apply now (the NPU DaemonSets'
+    node selector while the driver role keeps the node in its maintenance window).
+    Returns {"labels": {...}, "held": [...], "problems": [...]}; no label is applied while there
+    is a problem.
     """
     labels = {}
     problems = []
@@ -27,37 +30,17 @@ def node_labels(plan, npu, arch, roles):
     if "management" in roles:
         labels.update(plan.get("master_labels") or {})
     if "compute" in roles:
-        planned = dict(plan.get("labels") or {})
         npu = npu or {}
         if not npu.get("count"):
             problems.append(
                 "it is a compute node but npu_facts finds no Ascend NPU (the plan expects %s, %s)"
                 % (plan.get("chip"), plan.get("accelerator_type"))
             )
-        else:
-            if npu.get("accelerator") and npu["accelerator"] != planned.get("accelerator"):
-                problems.append(
-                    "the plan labels accelerator=%s but the NPUs found are %s (accelerator %s); fix cluster.chip "
-                    "in the profile or the inventory" % (planned.get("accelerator"), ", ".join(npu.get("chips") or []),
-                                                         npu["accelerator"])
-                )
-            detected_type = npu.get("accelerator_type")
-            if detected_type and detected_type != plan.get("accelerator_type"):
-                problems.append(
-                    "the plan labels accelerator-type=%s but the board (id %s, %s) is %s; fix "
-                    "cluster.accelerator_type in the profile or the inventory"
-                    % (plan.get("accelerator_type"), (npu.get("npu_smi") or {}).get("board_id"),
-                       npu.get("product") or "unknown product", detected_type)
-                )
-            if npu.get("product") in (plan.get("inference_products") or []):
-                planned.update(plan.get("server_usage_labels") or {})
-        if arch and plan.get("arch") and arch != plan["arch"]:
-            problems.append(
-                "the plan is for %s nodes (host-arch=%s) but this host is %s; fix cluster.arch in the profile"
-                % (plan["arch"], planned.get("host-arch"), arch)
-            )
-        labels.update(planned)
-    return {"labels": labels, "problems": problems}
+        labels.update(plan.get("labels") or {})
+        if npu.get("product") in (plan.get("inference_products") or []):
+            labels.update(plan.get("server_usage_labels") or {})
+    held = sorted(k for k in held or [] if k in labels)
+    return {"labels": {k: v for k, v in labels.items() if k not in held}, "held": held, "problems": problems}
 
 
 def applies(entries, roles):
