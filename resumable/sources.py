@@ -359,6 +359,15 @@ _ROWS: List[Source] = [
         "systemd 252; Linux 6.x",
     ),
     Source(
+        "KUBECTL",
+        "kubectl reference: label, cordon, uncordon, drain, wait, get, delete",
+        "https://kubernetes.io/docs/reference/kubectl/generated/; kubernetes/kubectl pkg/cmd/label/label.go "
+        "(labeled / unlabeled / not labeled, the --overwrite refusal), pkg/drain (DaemonSet pods need "
+        "--ignore-daemonsets); https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/ (syntax)",
+        "command pages; label key and value syntax",
+        "Kubernetes 1.28",
+    ),
+    Source(
         "PEP427",
         "PEP 427: the wheel binary package format (file name convention)",
         "https://peps.python.org/pep-0427/",
