@@ -306,24 +306,33 @@ class _Parser:
         self.i += run
         return quote * (run - 3)
 
-    def basic_string(self, multiline):
+    def open_string(self, multiline):
+        """Skip the opening quote(s) and, for a multi-line string, a newline right after them."""
         self.i += 3 if multiline else 1
         if multiline:
             if self.peek(2) == "\r\n":
                 self.i += 2
             elif self.peek() == "\n":
                 self.i += 1
+
+    def closing(self, quote, multiline):
+        """The next character, or the string's last characters (str) when it ends here."""
+        if self.i >= len(self.s):
+            self.error("unterminated string")
+        if multiline and self.peek(3) == quote * 3:
+            return None, self.closing_quotes(quote)
+        if not multiline and self.s[self.i] == quote:
+            self.i += 1
+            return None, ""
+        return self.s[self.i], None
+
+    def basic_string(self, multiline):
+        self.open_string(multiline)
         out = []
         while True:
-            if self.i >= len(self.s):
-                self.error("unterminated string")
-            ch = self.s[self.i]
-            if multiline and self.peek(3) == '"""':
-                out.append(self.closing_quotes('"'))
-                return "".join(out)
-            if not multiline and ch == '"':
-                self.i += 1
-                return "".join(out)
+            ch, tail = self.closing('"', multiline)
+            if tail is not None:
+                return "".join(out) + tail
             if ch == "\\":
                 self.i += 1
                 esc = self.peek()
@@ -369,23 +378,12 @@ class _Parser:
             self.error("carriage return in a single-line string")
 
     def literal_string(self, multiline):
-        self.i += 3 if multiline else 1
-        if multiline:
-            if self.peek(2) == "\r\n":
-                self.i += 2
-            elif self.peek() == "\n":
-                self.i += 1
+        self.open_string(multiline)
         out = []
         while True:
-            if self.i >= len(self.s):
-                self.error("unterminated string")
-            ch = self.s[self.i]
-            if multiline and self.peek(3) == "'''":
-                out.append(self.closing_quotes("'"))
-                return "".join(out)
-            if not multiline and ch == "'":
-                self.i += 1
-                return "".join(out)
+            ch, tail = self.closing("'", multiline)
+            if tail is not None:
+                return "".join(out) + tail
             self.check_char(ch, multiline)
             if multiline and ch == "\r" and self.peek(2) != "\r\n":
                 self.error("bare carriage return in a string")
