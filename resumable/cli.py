@@ -1,4 +1,5 @@
-"""Command line: ``resumable validate|plan|schema|render|docs``.
+"""Command line: ``resumable validate|plan|schema|render|docs``; the runtime commands (``launch``,
+``doctor``, ``image``) are registered by :mod:`resumable.runtime`.
 
 Exit codes: 0 success, 2 invalid input (unreadable file, bad YAML, schema error, rule errors, or
 warnings with --strict, an output place that may not be written), 3 internal error, 130 / 143
@@ -165,7 +166,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--strict", action="store_true", help="warnings fail too")
     r.set_defaults(func=cmd_render)
 
-    d = sub.add_parser("docs", help="regenerate docs/rules.md and docs/profile.md from the code")
+    d = sub.add_parser("docs", help="regenerate docs/rules.md, docs/profile.md and docs/sources.md from the code")
     d.add_argument("--out", default="docs", metavar="DIR")
     d.add_argument("--check", action="store_true", help="only report files that are out of date")
     d.set_defaults(func=cmd_docs)

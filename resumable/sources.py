@@ -374,6 +374,53 @@ _ROWS: List[Source] = [
         "File name convention",
         "final",
     ),
+    # --- node preparation: the Ascend installers and Huawei's own node installer ------------------
+    Source(
+        "ADEPLOY",
+        "ascend-deployer, Huawei's node installer (driver, firmware, CANN, MindCluster)",
+        "PyPI wheel ascend-deployer==26.0.0 (home page https://gitcode.com/Ascend/ascend-deployer), "
+        "paths inside ascend_deployer/",
+        "library/process_npu.py and library/install_cann.py (installer invocations); "
+        "module_utils/check_library_utils/ (pre-install checks, npu-smi parsing, busy devices); "
+        "module_utils/common_info.py (PCI ids, board ids); library/install_sys_pkg.py (prerequisites); "
+        "downloader/software/*.json (package names, release pairs)",
+        "26.0.0",
+    ),
+    Source(
+        "HDK-DRV",
+        "Ascend NPU driver package scripts (what the driver .run runs)",
+        "scripts/package/driver/common/scripts/install.sh, ver_check.sh and "
+        "scripts/package/custom/driver/common/scripts/args_parse.sh, as published in the driver source "
+        "mirror https://github.com/verylucky01/driver",
+        "options, guards (run user, device id, arch, busy devices), exit codes 0/1/2 (2: hot reset failed, "
+        "reboot needed)",
+        "HDK 25.x scripts of the mirror (not checked against 25.5/26.0 packages)",
+    ),
+    Source(
+        "HDK-FILES",
+        "Version files of driver, firmware and CANN on a node (version.info, ascend_install.info)",
+        "Ascend/mind-cluster component/ascend-faultdiag/test/st_testcase/modelarts-job-testdt/ascend/"
+        "environment_check/worker-0/npu_info_after.txt",
+        "key=value fields, compatible_version_fw / compatible_version_drv ranges",
+        "master (26.x)",
+    ),
+    Source(
+        "HA-CANN-INST",
+        "CANN 8.0.0 installation guide: installer parameters, install and run user",
+        _HA
+        + "en/canncommercial/800/softwareinst/instg/instg_0056.html (parameters); "
+        + _HA
+        + "en/canncommercial/800/softwareinst/instg/instg_0004.html (users)",
+        "parameter table of the .run packages; without --install-for-all install user = run user",
+        "CANN 8.0.0",
+    ),
+    Source(
+        "HA-CANN-LAYOUT",
+        "CANN 8.5.0 installation guide: file paths",
+        _HA + "en/canncommercial/850/softwareinst/instg/instg_0044.html",
+        "<root>/cann/<arch>-linux/ascend_toolkit_install.info, cann/set_env.sh, /etc/Ascend/ascend_cann_install.info",
+        "CANN 8.5.0",
+    ),
     # --- not a vendor document -------------------------------------------------------------------
     Source(
         "HA73-AFFINITY",
@@ -409,7 +456,7 @@ _CODE = re.compile(r"(MCD:|MC:|DZ:|D:|[A-Z][A-Za-z0-9]*(?:-[A-Z0-9]+)*)")
 #: that is not in :data:`SOURCES` is a citation nobody can follow.
 CODE_SHAPE = re.compile(
     r"(?<![\w/.-])(RT\d{2}|INST\d{2}|HA\d{2,3}(?:-\d{2,3})?|HA-[A-Z]+(?:-[A-Z]+)*|MCD?:|DZ?:(?=[a-z@])|"
-    r"YAMLCFG|VCAPI|TASKDAPI|APPX|HELM|RTO|PLR|PTA|MS-[A-Z]+)(?![\w-])"
+    r"YAMLCFG|VCAPI|TASKDAPI|APPX|HELM|RTO|PLR|PTA|MS-[A-Z]+|ADEPLOY|HDK-[A-Z]+)(?![\w-])"
 )
 
 

@@ -16,25 +16,9 @@ export ANSIBLE_FORCE_COLOR=0 NO_COLOR=1 PY_COLORS=0
 export PATH=$venv:$PATH
 image=localhost/ascend-node-deb12:latest
 
-# Keeps the command's exit status: under `if !` (below) `set -e` is off, so a step that only
-# echoed its timing would report every molecule run as passed.
-step() {
-  local t0=$SECONDS rc=0
-  echo "=== $*" >&2
-  "$@" || rc=$?
-  echo "=== done in $((SECONDS - t0)) s (exit $rc): $*" >&2
-  return "$rc"
-}
-
-need_pkgs=()
-command -v podman >/dev/null || need_pkgs+=(podman)
-command -v runc >/dev/null || need_pkgs+=(runc)
-command -v debootstrap >/dev/null || need_pkgs+=(debootstrap)
-if [ ${#need_pkgs[@]} -gt 0 ]; then
-  # keep Recommends: catatonit (needed for --init) and netavark come with them
-  step apt-get update -q
-  step env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need_pkgs[@]}"
-fi
+# shellcheck source=scripts/podman-env.sh
+. "$repo/scripts/podman-env.sh"
+ensure_podman test-ansible
 podman image exists "$image" || step scripts/build-node-image.sh "$image"
 [ -d collections/ansible_collections/containers/podman ] || step scripts/fetch-collections.sh "$repo/collections" "$venv/python"
 

@@ -109,7 +109,8 @@ def packages(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize(
     ("package", "args", "error"),
     [
-        # driver and firmware take --full, CANN --install (node-prep.md 1.7, 2.2)
+        # driver and firmware take --full, CANN --install (ADEPLOY library/process_npu.py,
+        # library/install_cann.py; HDK-DRV install.sh, args_parse.sh)
         ("Ascend-hdk-910b-npu-driver_25.2.0_linux-x86-64.run", ["--install", "--quiet"], "unknown option '--install'"),
         # --install-for-all is a driver option, not a firmware one (2.2)
         ("Ascend-hdk-910b-npu-firmware_7.7.0.1.231.run", ["--full", "--install-for-all"], "unknown option"),

@@ -1,9 +1,10 @@
 """Unit tests of the Ansible side's hardware logic: npu-smi tables (910B and A3), board ids,
 vendor package names, hardware against the profile, device holders, and the driver/CANN plans.
 
-The npu-smi samples follow the layouts of node-prep.md 2.5 (two rows per chip; on A3 nodes the
+The npu-smi samples follow the layouts read by ADEPLOY module_utils/check_library_utils/npu_checks.py
+(two rows per chip; on A3 nodes the
 second header reads "Chip  Phy-ID" and every chip repeats its NPU row); the device ids and board
-ids follow node-prep.md 2.6.
+ids follow ADEPLOY module_utils/common_info.py.
 """
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ def test_board_query() -> None:
         ("0x52", ["module-910b-16"]),
         ("0xb3", ["module-a3-16"]),
         ("0xb0", ["module-a3-16-super-pod"]),
-        # node-prep.md 2.6 lists 0xb1 for the A3 Box8 and for the 900 A3 PoD: the profile decides
+        # ADEPLOY module_utils/common_info.py lists 0xb1 for the A3 Box8 and for the 900 A3 PoD: the profile decides
         ("0xb1", ["module-a3-16", "module-a3-16-super-pod"]),
         ("0x99", []),
         (None, []),
@@ -355,8 +356,8 @@ def test_package_problems_before_the_node_is_touched() -> None:
     assert hw.package_problems(facts, good, kinds, {"driver": "25.2.0"}) == []
     renamed = {"driver": {"path": "/srv/driver.run"}}
     assert hw.package_problems(facts, renamed, kinds) == [
-        "the driver package driver.run is not a driver package by the vendor naming (node-prep.md 2.1), so it "
-        "cannot be checked against this node"
+        "the driver package driver.run is not a driver package by the vendor naming (ADEPLOY downloader/software), "
+        "so it cannot be checked against this node"
     ]
     other = {"driver": {"url": "https://mirror/Ascend-hdk-910b-npu-driver_25.3.0_linux-aarch64.run"}}
     assert hw.package_problems(facts, other, kinds, {"driver": "25.2.0"}) == [
@@ -380,4 +381,132 @@ def test_checksum_problems_name_the_package_and_both_sums() -> None:
     assert filters.checksum_problems(results, "node-1") == [
         "package ops (/p/ops.run on node-1) has sha256 %s, the inventory says %s" % ("a" * 64, "f" * 64),
         "package toolkit (/c/tk.run on the controller) is missing",
+    ]
+
+
+# --- everything the roles decide before they touch a node (one read) ---------------------------
+
+decide = driver_filters.ascend_driver_decide
+cann_decide = cann_filters.ascend_cann_decide
+NODES = {"hdk": "25.2.0", "chip": "ascend-910b", "accelerator_type": "module-910b-8", "arch": "x86_64"}
+DRIVER_PKG = {"src": "/srv/Ascend-hdk-910b-npu-driver_25.2.0_linux-x86-64.run"}
+FIRMWARE_PKG = {"src": "/srv/Ascend-hdk-910b-npu-firmware_7.7.0.1.231.run"}
+
+
+def _node(driver: Optional[str] = None, firmware: Optional[str] = None, **extra: Any) -> Dict[str, Any]:
+    facts = dict(_facts(), **_installed(driver, firmware))
+    facts["accounts"] = {
+        "users": {"HwHiAiUser": None, "1000": None},
+        "groups": {"HwHiAiUser": None, "1000": None},
+    }
+    facts.update(extra)
+    return facts
+
+
+def _params(**changes: Any) -> Dict[str, Any]:
+    params: Dict[str, Any] = {
+        "plan_nodes": NODES,
+        "profile": "p.yaml",
+        "reboot_policy": "if_needed",
+        "versions": {"driver": "25.2.0", "firmware": "7.7.0.1.231"},
+        "packages": {"driver": DRIVER_PKG, "firmware": FIRMWARE_PKG},
+        "install_for_all": True,
+        "allow_downgrade": False,
+        "user": "HwHiAiUser",
+        "group": "HwHiAiUser",
+        "uid": 1000,
+        "gid": 1000,
+        "home": "/home/HwHiAiUser",
+        "shell": "/bin/bash",
+        "state_dir": "/var/lib/ascend-resumable",
+        "window_file": "/var/lib/ascend-resumable/driver-window.json",
+        "prerequisites": True,
+    }
+    params.update(changes)
+    return params
+
+
+def test_decide_a_fresh_node() -> None:
+    d = decide(_node(packages={"make": None, "pciutils": "1:3.9.0-4"}), _params())
+    assert d["problems"] == []
+    assert d["plan"]["order"] == ["driver", "firmware"] and d["needs_window"]
+    assert d["account"] == {"create_group": True, "create_user": True}
+    assert d["missing_prerequisites"] == ["make"]
+
+
+def test_decide_a_converged_node_needs_nothing() -> None:
+    user = {"name": "HwHiAiUser", "uid": 1000, "gid": 1000, "home": "/home/HwHiAiUser", "shell": "/bin/bash"}
+    group = {"name": "HwHiAiUser", "gid": 1000, "members": []}
+    accounts = {"users": {"HwHiAiUser": user, "1000": user}, "groups": {"HwHiAiUser": group, "1000": group}}
+    facts = _node("25.2.0", "7.7.0.1.231", accounts=accounts, packages={"make": "4.3"})
+    d = decide(facts, _params())
+    assert d["problems"] == [] and not d["needs_window"] and not d["needs_change"]
+    window = '{"drained": true}'
+    again = decide(dict(facts, files={"/var/lib/ascend-resumable/driver-window.json": window}), _params())
+    assert again["window"] == {"drained": True} and again["needs_window"] and again["needs_change"]
+    resumed = decide(dict(facts, files={"/var/lib/ascend-resumable/driver.inprogress": "25.2.0 full\n"}), _params())
+    assert resumed["plan"]["order"] == ["driver"]
+
+
+def test_decide_collects_every_problem_before_anything_is_touched() -> None:
+    other = {"name": "someone", "uid": 1000, "gid": 1000, "home": "/home/someone", "shell": "/bin/sh"}
+    facts = _node("25.3.0", "7.7.0.1.231", accounts={"users": {"HwHiAiUser": None, "1000": other}, "groups": {}})
+    params = _params(packages={"driver": {"src": "/srv/Ascend-hdk-910-npu-driver_25.2.0_linux-x86-64.run"}})
+    problems = decide(facts, dict(params, plan_nodes=dict(NODES, chip="ascend-910")))["problems"]
+    assert problems[0] == "the profile says cluster.chip ascend-910, the node has ascend-910b (PCI 19e5:d802)"
+    assert "refusing to downgrade the driver from 25.3.0 to 25.2.0" in problems[1]
+    assert problems[2].startswith("the driver run user must be HwHiAiUser 1000 / group HwHiAiUser 1000")
+    assert "uid 1000 belongs to someone" in problems[2]
+
+
+def test_decide_stops_at_parameter_problems() -> None:
+    no_plan = decide(_node(), _params(plan_nodes={}))
+    assert no_plan["plan"] is None and "run playbooks/preflight.yml first" in no_plan["problems"][0]
+    hdk = decide(_node(), _params(versions={"driver": "25.5.0", "firmware": "7.7.0.1.231"}))
+    assert hdk["problems"] == [
+        "the profile p.yaml says cluster.hdk 25.2.0, but ascend_driver_driver_version is 25.5.0: change one of them "
+        "(normally the profile, and drop ascend_driver_driver_version from the inventory)"
+    ]
+    root = decide(_node(), _params(user="root", install_for_all=False))
+    assert "root only with --install-for-all" in root["problems"][0]
+
+
+def test_cann_decide() -> None:
+    toolkit = {"src": "/srv/Ascend-cann-toolkit_8.5.0_linux-x86_64.run"}
+    ops = {"path": "/srv/Ascend-cann-910b-ops_8.5.0_linux-x86_64.run"}
+    params = {
+        "version": "8.5.0",
+        "toolkit_package": toolkit,
+        "ops_package": ops,
+        "allow_downgrade": False,
+        "state_dir": "/var/lib/ascend-resumable",
+    }
+    fresh = cann_decide(dict(_facts(), cann=_cann(None)), params)
+    assert fresh["problems"] == [] and fresh["needs_change"]
+    kernels = dict(params, ops_package={"src": "/srv/Ascend-cann-kernels-910b_8.5.0_linux-x86_64.run"})
+    assert "is not a ops package" in cann_decide(dict(_facts(), cann=_cann(None)), kernels)["problems"][0]
+    files = {"/var/lib/ascend-resumable/cann-ops.inprogress": "8.5.0\n"}
+    resumed = cann_decide(dict(_facts(), cann=_cann("8.5.0", "8.5.0"), files=files), params)
+    assert resumed["plan"]["ops"] == "install" and resumed["plan"]["toolkit"] == "none"
+    assert not cann_decide({}, dict(params, version=""))["needs_change"]
+
+
+def test_inventory_problems_per_host() -> None:
+    filters = _load("ascend_filters", REPO / "ansible_collections/ascend_resumable/npu/plugins/filter/ascend.py")
+    hostvars = {
+        "good": {"ascend_driver_firmware_version": "7.7.0.1.231", "ascend_driver_kubectl_host": "mgmt"},
+        "bad": {
+            "ascend_driver_reboot_policy": "sometimes",
+            "ascend_driver_force": "yes",
+            "ascend_cann_version": "8.5",
+            "ascend_driver_firmware_version": "seven",
+            "ascend_cann_toolkit_package": {"checksum": "sha256:REPLACE"},
+            "ascend_driver_kubectl_host": "elsewhere",
+        },
+    }
+    assert filters.inventory_problems(hostvars, ["good", "bad"], ["good", "bad", "mgmt"]) == [
+        "bad: ascend_driver_reboot_policy 'sometimes' is not never/if_needed/always, ascend_driver_force must be "
+        "true or false, not 'yes', ascend_driver_firmware_version 'seven' is not a version like 25.2.0, 7.7.0.1.231 "
+        "or 8.3.RC1, ascend_cann_toolkit_package checksum 'sha256:REPLACE' is not sha256:<64 lowercase hex>, "
+        "ascend_driver_kubectl_host 'elsewhere' is not an inventory host"
     ]

@@ -29,9 +29,6 @@ EXAMPLES = ROOT / "examples"
 
 #: Text that sends a reader to files outside the repository.
 OUTSIDE = re.compile(r"shared/research|shared/seeds|\.\./shared|/work/")
-#: Files the lead is rewriting (docs/ansible.md, the Ansible fixtures); they fail today and are
-#: expected to be fixed there. Strict: once fixed, this list must shrink.
-LEAD_FIXING = {"docs/ansible.md", "tests/fixtures/ascend/README.md", "tests/fixtures/ascend/installer-body.sh"}
 TEXT_SUFFIXES = (".py", ".md", ".yml", ".yaml", ".sh", ".cfg", ".toml", ".txt", ".j2", ".ini", ".json")
 SKIP_DIRS = {".git", ".venv", "out", "__pycache__", "collections", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
 
@@ -179,15 +176,7 @@ def _repository_files() -> List[str]:
 FILES = _repository_files()
 
 
-@pytest.mark.parametrize(
-    "rel",
-    [
-        pytest.param(f, marks=pytest.mark.xfail(strict=True, reason="being rewritten by the lead"))
-        if f in LEAD_FIXING
-        else f
-        for f in FILES
-    ],
-)
+@pytest.mark.parametrize("rel", FILES)
 def test_no_citation_a_user_cannot_follow(rel: str) -> None:
     text = (ROOT / rel).read_text(encoding="utf-8", errors="replace")
     assert not OUTSIDE.findall(text), "%s points at files outside the repository" % rel

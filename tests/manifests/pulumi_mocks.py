@@ -11,6 +11,7 @@ which is that provider's documented contract for ``ref``.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import runpy
@@ -79,7 +80,31 @@ MONITOR = RecordingMonitor(MOCKS)
 pulumi.runtime.set_mocks(MOCKS, project=PROJECT, stack="test", preview=False, monitor=MONITOR)
 
 
+def settle_leftovers(timeout: float = 10.0) -> None:
+    """Let work a previous test left on the shared event loop finish (or cancel it).
+
+    ``pulumi.runtime.test`` forgets outstanding RPCs at its start but cannot stop them: a program
+    that failed on purpose (bad config, an invalid profile) leaves registrations in flight on the
+    executor, and they would land in the next test's records once its loop runs.
+    """
+    try:
+        loop = asyncio.get_event_loop()  # the loop pulumi's _sync_await runs (one per thread)
+    except RuntimeError:
+        return  # no loop yet: nothing left over
+    if loop.is_running():
+        return
+    pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    if not pending:
+        return
+    _, stuck = loop.run_until_complete(asyncio.wait(pending, timeout=timeout))
+    for task in stuck:
+        task.cancel()
+    if stuck:
+        loop.run_until_complete(asyncio.wait(stuck, timeout=timeout))
+
+
 def reset() -> None:
+    settle_leftovers()
     MOCKS.resources.clear()
     MONITOR.requests.clear()
 

@@ -11,10 +11,15 @@ description:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_version import VersionError, compare
+from ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_hardware import package_problems
+from ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_version import (
+    VersionError,
+    compare,
+    is_version,
+)
 
 # CANN 8.5.0 moved the toolkit to <root>/cann -> cann-<version> and replaced the per-chip
-# kernels packages by ops packages (node-prep.md 0.6, 2.1, 2.3).
+# kernels packages by ops packages (ADEPLOY downloader/software; HA-CANN-LAYOUT).
 UNIFIED_FROM = "8.5.0"
 
 
@@ -55,6 +60,42 @@ def ascend_cann_plan(cann, wanted, has_ops=False, in_progress=None, allow_downgr
     return plan
 
 
+def ascend_cann_decide(facts, p):
+    """Everything ascend_cann decides before it acts, from the node's ascend_npu fact.
+
+    p: version, toolkit_package, ops_package, allow_downgrade, state_dir (see tasks/decide.yml).
+    """
+    if not p["version"]:
+        plan = {
+            "toolkit": "none",
+            "ops": "none",
+            "unified": None,
+            "refusals": [],
+            "changes": False,
+            "reason": "not managed",
+        }
+        return {"plan": plan, "problems": [], "needs_change": False}
+    if not is_version(p["version"]) or not p["toolkit_package"]:
+        problems = [
+            "ascend_cann_version %r must be a CANN version (8.3.RC1, 8.5.0) and needs "
+            "ascend_cann_toolkit_package" % p["version"]
+        ]
+        return {"plan": None, "problems": problems, "needs_change": False}
+    files = facts.get("files") or {}
+    state_dir = p["state_dir"].rstrip("/")
+    in_progress = [n for n in ("toolkit", "ops") if files.get("%s/cann-%s.inprogress" % (state_dir, n)) is not None]
+    plan = ascend_cann_plan(facts["cann"], p["version"], bool(p["ops_package"]), in_progress, p["allow_downgrade"])
+    problems = list(plan["refusals"])
+    packages = {}
+    if plan["toolkit"] != "none":
+        packages["toolkit"] = p["toolkit_package"]
+    if plan["ops"] != "none":
+        packages["ops"] = p["ops_package"]
+    kinds = {"toolkit": "toolkit", "ops": "ops" if plan["unified"] else "kernels"}
+    problems.extend(package_problems(facts, packages, kinds, {"toolkit": p["version"], "ops": p["version"]}))
+    return {"plan": plan, "problems": problems, "needs_change": plan["changes"]}
+
+
 class FilterModule:
     def filters(self):
-        return {"ascend_cann_plan": ascend_cann_plan}
+        return {"ascend_cann_plan": ascend_cann_plan, "ascend_cann_decide": ascend_cann_decide}

@@ -1,4 +1,5 @@
-"""Filter of the ascend_driver role: decide driver/firmware actions and their order."""
+"""Filters of the ascend_driver role: decide driver/firmware actions, their order, and everything
+the role must know before a maintenance window, from one read of the node."""
 
 from __future__ import annotations
 
@@ -6,12 +7,19 @@ DOCUMENTATION = r"""
 name: ascend_driver_plan
 short_description: decide driver/firmware actions from installed facts and wanted versions
 description:
+  - Also provides C(ascend_driver_decide) (plan, window, problems, run user, prerequisites).
   - Versions are ordered by the collection's module_utils (ascend_resumable.npu ascend_version),
     the one Ascend version implementation of the Ansible side.
 """
 
+import json
+
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_hardware import (
+    package_problems,
+    profile_mismatches,
+)
 from ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_version import VersionError, compare
 
 
@@ -30,7 +38,7 @@ def ascend_driver_plan(
     facts: the ascend_npu fact of npu_facts. *_version: wanted version ('' = not managed).
     in_progress: component names whose previous install was interrupted (role markers).
     run_user/run_group: the wanted driver run user; the installers cannot change the run user of
-    an installed driver (ERR 0x0095, node-prep.md 2.2), so a different recorded one is refused.
+    an installed driver (ERR 0x0095, HDK-DRV install.sh, args_parse.sh), so a different recorded one is refused.
     """
     in_progress = set(in_progress or [])
     record = facts.get("install_info") or {}
@@ -88,7 +96,7 @@ def ascend_driver_plan(
             "(/usr/local/Ascend/driver/script/uninstall.sh) first or keep the run user"
             % (recorded[0], recorded[1], run_user, run_group or run_user)
         )
-    # Vendor order (node-prep.md 1.10, 2.10): on a node with a working driver, firmware goes
+    # Vendor order (ADEPLOY library/process_npu.py; HDK-DRV install.sh exit codes): on a node with a working driver, firmware goes
     # first; on a fresh node the driver goes first (the firmware installer needs its tools).
     sequence = ["firmware", "driver"] if complete["driver"] and "driver" not in in_progress else ["driver", "firmware"]
     plan["order"] = [n for n in sequence if plan[n] and plan[n]["action"]]
@@ -96,6 +104,128 @@ def ascend_driver_plan(
     return plan
 
 
+def _account_problems(facts, p):
+    """The run user and group with the plan's ids: create what is missing, refuse conflicts."""
+    users = (facts.get("accounts") or {}).get("users") or {}
+    groups = (facts.get("accounts") or {}).get("groups") or {}
+    user, group, uid, gid = p["user"], p["group"], int(p["uid"]), int(p["gid"])
+    by_name, by_uid = users.get(user), users.get(str(uid))
+    gr_name, gr_gid = groups.get(group), groups.get(str(gid))
+    ok = (
+        (by_name is None or by_name["uid"] == uid)
+        and (gr_name is None or gr_name["gid"] == gid)
+        and (by_uid is None or by_uid["name"] == user)
+        and (gr_gid is None or gr_gid["name"] == group)
+    )
+    problems = []
+    if not ok:
+        problems.append(
+            "the driver run user must be %s %d / group %s %d (same ids on every node and in containers). Found user "
+            "id %s, group id %s; uid %d belongs to %s, gid %d to %s. The role does not renumber accounts: fix the "
+            "ids by hand (usermod/groupmod + chown) or change the profile"
+            % (
+                user,
+                uid,
+                group,
+                gid,
+                by_name["uid"] if by_name else "none",
+                gr_name["gid"] if gr_name else "none",
+                uid,
+                by_uid["name"] if by_uid else "nobody",
+                gid,
+                gr_gid["name"] if gr_gid else "nobody",
+            )
+        )
+    wanted = [gid, p["home"], p["shell"]]
+    account = {
+        "create_group": gr_name is None,
+        "create_user": by_name is None or [by_name["gid"], by_name["home"], by_name["shell"]] != wanted,
+    }
+    return problems, account
+
+
+def ascend_driver_decide(facts, p):
+    """Everything ascend_driver decides before a maintenance window, from one read of the node.
+
+    facts: ascend_npu of npu_facts (read with the role's state dirs, accounts and prerequisite
+    packages). p: the role parameters (see tasks/decide.yml). Returns the install plan, the open
+    maintenance window (or None), the problems that stop the role before anything is touched, what
+    the run user needs, the missing prerequisites, and whether the node needs a window or any change.
+    """
+    problems = []
+    nodes = p.get("plan_nodes") or {}
+    if not nodes:
+        problems.append(
+            "ascend_driver needs the resumable plan (ascend_plan_nodes) for the run user, the HDK version and the "
+            "hardware the profile describes: run playbooks/preflight.yml first (site.yml and playbooks/compute.yml "
+            "do) with ascend_preflight_profile set in the inventory group_vars"
+        )
+    if p["reboot_policy"] not in ("never", "if_needed", "always"):
+        problems.append("ascend_driver_reboot_policy must be never, if_needed or always, not %r" % p["reboot_policy"])
+    for name in ("driver", "firmware"):
+        if p["packages"].get(name) and not p["versions"].get(name):
+            problems.append(
+                "the %s package needs its version (the driver's comes from the profile's cluster.hdk)" % name
+            )
+    if not p["user"] or int(p["uid"]) < 0 or int(p["gid"]) < 0:
+        problems.append("the run user needs a name and ids (got %r %s:%s)" % (p["user"], p["uid"], p["gid"]))
+    elif p["user"] == "root" and not p["install_for_all"]:
+        problems.append(
+            "the installers accept the run user root only with --install-for-all (HDK-DRV install.sh, args_parse.sh)"
+        )
+    hdk, wanted_driver = nodes.get("hdk"), p["versions"].get("driver")
+    try:
+        hdk_differs = bool(hdk and wanted_driver) and compare(wanted_driver, hdk) != 0
+    except VersionError as exc:
+        raise AnsibleFilterError("ascend_driver_decide: %s" % exc) from exc
+    if hdk_differs:
+        problems.append(
+            "the profile %s says cluster.hdk %s, but ascend_driver_driver_version is %s: change one of them (normally "
+            "the profile, and drop ascend_driver_driver_version from the inventory)"
+            % (p.get("profile") or "", hdk, wanted_driver)
+        )
+    if problems:
+        return {"plan": None, "window": None, "problems": problems, "needs_window": False, "needs_change": False}
+    problems.extend(profile_mismatches(facts, nodes))
+    files = facts.get("files") or {}
+    state_dir = p["state_dir"].rstrip("/")
+    in_progress = [n for n in ("driver", "firmware") if files.get("%s/%s.inprogress" % (state_dir, n)) is not None]
+    plan = ascend_driver_plan(
+        facts,
+        wanted_driver,
+        p["versions"].get("firmware"),
+        p["install_for_all"],
+        in_progress,
+        p["allow_downgrade"],
+        p["user"],
+        p["group"],
+    )
+    problems.extend(plan["refusals"])
+    problems.extend(
+        package_problems(
+            facts,
+            dict((n, p["packages"][n]) for n in plan["order"]),
+            {"driver": "driver", "firmware": "firmware"},
+            p["versions"],
+        )
+    )
+    account_problems, account = _account_problems(facts, p)
+    problems.extend(account_problems)
+    window_text = files.get(p["window_file"])
+    window = json.loads(window_text) if window_text else None
+    missing = [n for n, v in sorted((facts.get("packages") or {}).items()) if v is None] if p["prerequisites"] else []
+    needs_window = bool(plan["changes"] or window)
+    return {
+        "plan": plan,
+        "window": window,
+        "problems": problems,
+        "account": account,
+        "missing_prerequisites": missing,
+        "needs_window": needs_window,
+        "needs_change": needs_window or account["create_group"] or account["create_user"] or bool(missing),
+    }
+
+
 class FilterModule:
     def filters(self):
-        return {"ascend_driver_plan": ascend_driver_plan}
+        return {"ascend_driver_plan": ascend_driver_plan, "ascend_driver_decide": ascend_driver_decide}

@@ -15,8 +15,11 @@ description:
   - C(package_node_path(package, cache_dir)) -> where a {src}|{url}|{path} package lives on the node.
   - C(package_problems(facts, packages, kinds, versions)) -> naming, chip, arch and version problems of packages.
   - C(checksum_problems(stat_results, host)) -> missing packages and sha256 mismatches of a stat loop.
+  - C(inventory_problems(hostvars, hosts, inventory_hosts)) -> shape problems of the Ascend variables per host.
   - C(profile_mismatches(facts, plan_nodes)) / C(package_mismatches(facts, info, what)) -> list of problems.
 """
+
+import re
 
 from ansible.errors import AnsibleFilterError
 
@@ -35,6 +38,52 @@ def version_in_ranges(version, ranges):
         return ascend_version.in_ranges(version, ranges)
     except ascend_version.VersionError as exc:
         raise AnsibleFilterError("version_in_ranges(%r, %r): %s" % (version, ranges, exc)) from exc
+
+
+_CHECKSUM = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
+def inventory_problems(hostvars, hosts, inventory_hosts):
+    """Shapes of the Ascend variables of every compute host, checked once on the controller.
+
+    Returns "host: problem, problem" strings (reboot policy, real booleans, Ascend versions,
+    sha256 checksums, a kubectl host that is in the inventory).
+    """
+    out = []
+    for host in hosts:
+        v = hostvars[host]
+        problems = []
+        policy = v.get("ascend_driver_reboot_policy", "if_needed")
+        if policy not in ("never", "if_needed", "always"):
+            problems.append("ascend_driver_reboot_policy %r is not never/if_needed/always" % policy)
+        for name in (
+            "ascend_driver_drain_enabled",
+            "ascend_driver_force",
+            "ascend_driver_allow_downgrade",
+            "ascend_cann_allow_downgrade",
+        ):
+            if name in v and not isinstance(v[name], bool):
+                problems.append("%s must be true or false, not %r" % (name, v[name]))
+        for name in ("ascend_driver_driver_version", "ascend_driver_firmware_version", "ascend_cann_version"):
+            value = v.get(name) or ""
+            if value and not ascend_version.is_version(value):
+                problems.append("%s %r is not a version like 25.2.0, 7.7.0.1.231 or 8.3.RC1" % (name, value))
+        for name in (
+            "ascend_driver_driver_package",
+            "ascend_driver_firmware_package",
+            "ascend_cann_toolkit_package",
+            "ascend_cann_ops_package",
+        ):
+            checksum = (v.get(name) or {}).get("checksum")
+            if checksum is not None and not _CHECKSUM.match(str(checksum)):
+                problems.append("%s checksum %r is not sha256:<64 lowercase hex>" % (name, checksum))
+        kubectl_host = v.get("ascend_driver_kubectl_host")
+        known = [*inventory_hosts, "localhost"]
+        if v.get("ascend_driver_drain_enabled", True) and kubectl_host is not None and kubectl_host not in known:
+            problems.append("ascend_driver_kubectl_host %r is not an inventory host" % kubectl_host)
+        if problems:
+            out.append("%s: %s" % (host, ", ".join(problems)))
+    return out
 
 
 def checksum_problems(stat_results, host):
@@ -72,6 +121,7 @@ class FilterModule:
             "package_info": ascend_hardware.package_info,
             "package_problems": ascend_hardware.package_problems,
             "checksum_problems": checksum_problems,
+            "inventory_problems": inventory_problems,
             "package_node_path": package_node_path,
             "profile_mismatches": ascend_hardware.profile_mismatches,
             "package_mismatches": ascend_hardware.package_mismatches,

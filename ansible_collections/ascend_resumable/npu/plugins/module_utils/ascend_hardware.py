@@ -1,6 +1,6 @@
 """Ascend hardware facts shared by the facts module (node) and the filters (controller).
 
-Vendor facts only (tables from /work/shared/research/node-prep.md, sections cited per table);
+Vendor facts only (each table cites its source by a code of docs/sources.md);
 what the profile wants comes from the resumable plan, never from here.
 """
 
@@ -14,7 +14,7 @@ from ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_versio
 VENDOR = "0x19e5"
 
 # PCI device id -> (chip family, cluster.chip of the profile or None for inference chips).
-# Families: node-prep.md 2.6 (ascend-deployer module_utils/common_info.py card_map); the
+# Families: ADEPLOY module_utils/common_info.py (ascend-deployer module_utils/common_info.py card_map); the
 # cluster.chip values are the ring-controller.atlas values of MindCluster (mindcluster.md:
 # ascend-910 = Atlas 800/300T, ascend-910b = A2 and A3, ascend-npu = Atlas 350/850/950).
 CHIPS = {
@@ -28,7 +28,7 @@ CHIPS = {
     "d806": ("910_95", "ascend-npu"),
 }
 
-# (device, subsystem_vendor, subsystem_device) -> product; node-prep.md 2.6
+# (device, subsystem_vendor, subsystem_device) -> product; ADEPLOY module_utils/common_info.py
 PRODUCTS = {
     ("d100", "0200", "0100"): "Atlas 300I (310)",
     ("d500", "0200", "0100"): "Atlas 300I Pro",
@@ -51,9 +51,9 @@ for _sub in ("3000", "3001", "3002"):
 for _sub in ("4003", "4004", "4005"):
     PRODUCTS[("d806", "19e5", _sub)] = "Atlas 350"
 
-# Board id (npu-smi info -t board) -> the accelerator-type values it can mean; node-prep.md 2.6.
+# Board id (npu-smi info -t board) -> the accelerator-type values it can mean; ADEPLOY module_utils/common_info.py.
 # 0xb1 is listed both for the A3 Box8 (module-a3-16) and for the 900 A3 PoD
-# (module-a3-16-super-pod) (ascend-deployer puts it in both tables, node-prep.md 1.17 item 9):
+# (module-a3-16-super-pod) (ascend-deployer puts it in both tables, ADEPLOY module_utils/common_info.py):
 # it is ambiguous, so the profile's cluster.accelerator_type decides and must be one of both.
 _BOARD_TABLE = [
     ((0x02, 0x27, 0x21, 0x24, 0x28), ("module",)),
@@ -67,7 +67,7 @@ _BOARD_TABLE = [
     (tuple(range(0x18, 0x1D)), ("300I-A5-8",)),
 ]
 
-# Package file names (node-prep.md 2.1): the chip token -> chip family it is built for.
+# Package file names (ADEPLOY downloader/software): the chip token -> chip family it is built for.
 PACKAGE_CHIPS = {
     "910": "910",
     "910b": "910B",
@@ -106,7 +106,7 @@ _PACKAGE_PATTERNS = [
     ),
 ]
 
-# Device nodes that make an NPU "in use" (node-prep.md 1.11, 2.7).
+# Device nodes that make an NPU "in use" (ADEPLOY module_utils/check_library_utils; APPX).
 DEVICE_PREFIX = "/dev/davinci"
 DEVICE_NODES = ("/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc")
 _BUS_ID = re.compile(r"^([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]|NA)$")
@@ -161,7 +161,7 @@ def _cells(line):
 
 
 def parse_npu_smi(text):
-    """Parse ``npu-smi info`` (node-prep.md 2.5) for the 910B and the A3 layouts.
+    """Parse ``npu-smi info`` (ADEPLOY module_utils/check_library_utils/npu_checks.py) for the 910B and the A3 layouts.
 
     Every chip has two rows: ``NPU Name | Health | ...`` then ``Chip [Phy-ID] | Bus-Id | ...``.
     On A3 nodes (header ``Chip  Phy-ID``) an NPU has two chips, each with both rows, and the
@@ -214,7 +214,10 @@ def parse_npu_smi(text):
 
 
 def parse_board(text):
-    """``npu-smi info -t board -i N``: ``Key : value`` lines (node-prep.md 2.5)."""
+    """``npu-smi info -t board -i N``: ``Key : value`` lines.
+
+    Source: ADEPLOY module_utils/check_library_utils/npu_checks.py.
+    """
     out = {}
     for line in text.splitlines():
         key, sep, value = line.partition(":")
@@ -229,7 +232,7 @@ def parse_board(text):
 
 
 def docker_holders(inspect_json):
-    """Containers whose ``docker inspect`` lists NPU device nodes (node-prep.md 1.11)."""
+    """Containers whose ``docker inspect`` lists NPU device nodes (ADEPLOY module_utils/check_library_utils)."""
     holders = []
     for item in json.loads(inspect_json or "[]"):
         host = item.get("HostConfig") or {}
@@ -338,7 +341,7 @@ def package_problems(facts, packages, kinds, versions=None):
         info = package_info(file_name)
         if info is None or info["kind"] != kinds[name]:
             problems.append(
-                "%s %s is not a %s package by the vendor naming (node-prep.md 2.1), so it cannot be checked "
+                "%s %s is not a %s package by the vendor naming (ADEPLOY downloader/software), so it cannot be checked "
                 "against this node" % (what, file_name or "(no file)", kinds[name])
             )
             continue

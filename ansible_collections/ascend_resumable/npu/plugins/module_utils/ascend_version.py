@@ -23,7 +23,7 @@ _STAGE = re.compile(r"^(rc|spc|post|alpha|beta)([0-9]*)$", re.IGNORECASE)
 _GLUED = re.compile(r"^([0-9]+)(rc|post|a|b|alpha|beta|spc)([0-9]*)$", re.IGNORECASE)
 _BUILD = re.compile(r"^b[0-9]+$", re.IGNORECASE)
 _WORDS = {"rc": _RC, "spc": _POST, "post": _POST, "alpha": _ALPHA, "a": _ALPHA, "beta": _BETA, "b": _BETA}
-# version.info compatibility ranges: "[lo,hi],[lo,hi.]" (node-prep.md section 2.4)
+# version.info compatibility ranges: "[lo,hi],[lo,hi.]" (HDK-FILES)
 _RANGE = re.compile(r"\[([^,\]]+),([^\]]+)\]")
 
 
@@ -125,7 +125,7 @@ def in_ranges(version, ranges):
 
     ``"[7.0.0,7.7.99],[25.2.0,25.2.0.]"``: a trailing dot on the upper bound means "that version
     or any version spelled with it as a prefix" (``25.2.0.1``). None when either side is empty,
-    so callers can tell "unknown" from "no" (node-prep.md sections 2.4 and 2.9).
+    so callers can tell "unknown" from "no" (HDK-FILES; ADEPLOY downloader/software).
     """
     if not version or not ranges:
         return None

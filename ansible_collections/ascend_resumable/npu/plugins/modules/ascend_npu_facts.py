@@ -63,6 +63,26 @@ options:
     type: list
     elements: path
     default: []
+  state_dirs:
+    description:
+      - Directories whose small regular files (not recursive) are returned under C(files), so a role reads
+        all its state in the same call. Missing directories are listed as read and empty.
+    type: list
+    elements: path
+    default: []
+  packages:
+    description:
+      - OS packages whose installed version is returned under C(packages) (C(dpkg-query) or C(rpm)), so a role
+        can tell missing prerequisites without another call. A list of names, or a dict OS family -> names
+        (the family of this node is used). C({kernel}) in a name is replaced by the running kernel release.
+    type: raw
+    default: []
+  accounts:
+    description:
+      - Keyed account lookups through NSS (like C(getent passwd KEY) / C(getent group KEY), so directory users
+        work and no whole database is read). C(users) and C(groups) are lists of names or numeric ids.
+    type: dict
+    default: {}
 author: ascend-resumable
 """
 
@@ -80,7 +100,9 @@ ansible_facts:
 """
 
 import glob
+import grp
 import os
+import pwd
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -99,6 +121,7 @@ from ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_hardwa
 from ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_version import VersionError, in_ranges
 
 _MAX_READ = 65536
+_MAX_STATE_FILES = 64
 
 
 def _read(path):
@@ -126,6 +149,84 @@ def _kv(path):
 def _arch():
     machine = os.uname()[4]
     return {"arm64": "aarch64", "amd64": "x86_64"}.get(machine, machine)
+
+
+def os_family():
+    """Debian / RedHat / Suse from /etc/os-release (ID and ID_LIKE), None when unknown."""
+    release = _kv("/etc/os-release") or {}
+    ids = (release.get("ID", "") + " " + release.get("ID_LIKE", "")).lower().split()
+    for family, members in (
+        ("Debian", ("debian", "ubuntu")),
+        ("RedHat", ("rhel", "centos", "fedora", "openeuler", "kylin")),
+        ("Suse", ("suse", "sles", "opensuse")),
+    ):
+        if any(i in members for i in ids):
+            return family
+    return None
+
+
+def installed_packages(module, wanted, family):
+    """name -> installed version (None = not installed) for the wanted names."""
+    names = wanted.get(family) or [] if isinstance(wanted, dict) else list(wanted or [])
+    names = [str(n).replace("{kernel}", os.uname()[2]) for n in names]
+    result = dict((n, None) for n in names)
+    if not names:
+        return result
+    dpkg, rpm = module.get_bin_path("dpkg-query"), module.get_bin_path("rpm")
+    if dpkg:
+        _, out, _ = module.run_command([dpkg, "-W", "-f", "${Package}\t${db:Status-Status}\t${Version}\n", *names])
+        for line in out.splitlines():
+            parts = line.split("\t")
+            if len(parts) == 3 and parts[0] in result and parts[1] == "installed":
+                result[parts[0]] = parts[2]
+    elif rpm:
+        for name in names:
+            rc, out, _ = module.run_command([rpm, "-q", "--qf", "%{VERSION}-%{RELEASE}", name])
+            if rc == 0:
+                result[name] = out.strip()
+    return result
+
+
+def state_dir_files(directories):
+    files = {}
+    for directory in directories:
+        try:
+            names = sorted(os.listdir(directory))[:_MAX_STATE_FILES]
+        except OSError:
+            continue
+        for name in names:
+            path = os.path.join(directory, name)
+            if os.path.isfile(path) and not os.path.islink(path):
+                files[path] = _read(path)
+    return files
+
+
+def lookup_accounts(accounts):
+    """getent-style keyed lookups: a name, or a number for an id; missing = None."""
+    result = {"users": {}, "groups": {}}
+    for key in accounts.get("users") or []:
+        key = str(key)
+        try:
+            entry = pwd.getpwuid(int(key)) if key.isdigit() else pwd.getpwnam(key)
+        except (KeyError, ValueError, OverflowError):
+            result["users"][key] = None
+            continue
+        result["users"][key] = {
+            "name": entry.pw_name,
+            "uid": entry.pw_uid,
+            "gid": entry.pw_gid,
+            "home": entry.pw_dir,
+            "shell": entry.pw_shell,
+        }
+    for key in accounts.get("groups") or []:
+        key = str(key)
+        try:
+            entry = grp.getgrgid(int(key)) if key.isdigit() else grp.getgrnam(key)
+        except (KeyError, ValueError, OverflowError):
+            result["groups"][key] = None
+            continue
+        result["groups"][key] = {"name": entry.gr_name, "gid": entry.gr_gid, "members": list(entry.gr_mem)}
+    return result
 
 
 def pci_devices(sysfs_root):
@@ -311,12 +412,16 @@ def main():
             proc_root=dict(type="path", default="/proc"),
             container_clis=dict(type="list", elements="str", default=["docker", "crictl"]),
             state_files=dict(type="list", elements="path", default=[]),
+            state_dirs=dict(type="list", elements="path", default=[]),
+            accounts=dict(type="dict", default={}),
+            packages=dict(type="raw", default=[]),
         ),
         supports_check_mode=True,
     )
     params = module.params
     root = params["install_root"]
     arch = _arch()
+    family = os_family()
 
     devices = pci_devices(params["sysfs_root"])
     chips = sorted(set(d["chip"] for d in devices if d["chip"]))
@@ -360,7 +465,7 @@ def main():
         }
     candidates = board_accelerator_types(smi["board_id"])
 
-    files = {}
+    files = state_dir_files(params["state_dirs"])
     for path in params["state_files"]:
         files[path] = _read(path)
 
@@ -369,6 +474,8 @@ def main():
         "install_root": root,
         "npu_smi_path": params["npu_smi"],
         "arch": arch,
+        "os_family": family,
+        "kernel": os.uname()[2],
         "devices": devices,
         "count": len(devices),
         "present": bool(devices),
@@ -395,6 +502,9 @@ def main():
         "holders": holders,
         "busy": bool(smi["processes"]) or bool(holders["processes"]) or bool(holders["containers"]),
         "files": files,
+        "state_dirs": params["state_dirs"],
+        "accounts": lookup_accounts(params["accounts"]),
+        "packages": installed_packages(module, params["packages"], family),
     }
     module.exit_json(changed=False, ansible_facts={"ascend_npu": facts})
 
