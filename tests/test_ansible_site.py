@@ -16,7 +16,7 @@ def _load(path: Path) -> Any:
 
 
 def _roles_of(playbook: Path) -> List[str]:
-    """Roles a playbook runs (plays' roles and include_role tasks), following import_playbook."""
+    """Roles a playbook runs (plays' roles, include_role/import_role tasks), following import_playbook."""
     out: List[str] = []
     for play in _load(playbook):
         if "ansible.builtin.import_playbook" in play:
@@ -24,7 +24,7 @@ def _roles_of(playbook: Path) -> List[str]:
             continue
         out += [r["role"] if isinstance(r, dict) else r for r in play.get("roles", [])]
         for task in play.get("tasks", []):
-            include = task.get("ansible.builtin.include_role") or {}
+            include = task.get("ansible.builtin.include_role") or task.get("ansible.builtin.import_role") or {}
             if include.get("name"):
                 out.append(include["name"])
     return out
