@@ -64,7 +64,7 @@ ansible_python_interpreter: /usr/bin/python3
 ascend_preflight_profile: {fixtures}/profile-910b-x86_64.yaml
 npu_facts_sysfs_root: /opt/ascend-sys
 npu_facts_container_clis: [/opt/ascend-fixture/docker]
-ascend_driver_kubectl: /opt/ascend-fixture/kubectl
+ascend_driver_kubectl: /opt/kube-fixture/kubectl
 ascend_driver_kubectl_host: "{{{{ inventory_hostname }}}}"
 ascend_driver_poll_delay: 1
 # containers have no headers package for the host kernel; apt would only add mirror noise
@@ -84,6 +84,9 @@ ascend_cann_ops_package:
 """
 
 DAEMONSET = "kind=daemonset\ndevices=/dev/davinci_manager /dev/davinci0\npid=301\nprocess=device-plugin\n"
+
+
+WORKER_LABELS = ["node-role.kubernetes.io/worker=worker", "workerselector=dls-worker-node"]
 
 
 def run(cmd: List[str], **kw: Any) -> subprocess.CompletedProcess[str]:
@@ -151,12 +154,17 @@ def start_nodes(names: List[str], connection: str, work: Path) -> Dict[str, str]
                 name,
                 "-v",
                 "%s:/opt/ascend-fixture:ro" % FIXTURES,
+                "-v",
+                "%s:/opt/kube-fixture:ro" % (FIXTURES.parent / "kube"),
                 image,
                 *command,
             ],
             stdout=subprocess.DEVNULL,
         )
         run(["podman", "exec", name, "/opt/ascend-fixture/setup-node.sh", "/opt/ascend-sys"], stdout=subprocess.DEVNULL)
+        # each node is its own kubectl host: registered in the emulated cluster as a worker in service
+        register = ["/opt/kube-fixture/kubectl", "fixture", "node", name, "--local", *WORKER_LABELS]
+        run(["podman", "exec", name, *register], stdout=subprocess.DEVNULL)
         run(
             [
                 "podman",

@@ -40,6 +40,14 @@ NODE_LABEL_HOST_ARCH = "host-arch"
 NODE_LABEL_ACCELERATOR = "accelerator"
 NODE_LABEL_ACCELERATOR_TYPE = "accelerator-type"
 NODE_LABEL_NODED_ENABLE = "nodeDEnable"
+#: Inference servers carry server-usage=infer besides their accelerator-type (INST01 Table 1: Atlas
+#: 800I A2 and 800I A3).
+NODE_LABEL_SERVER_USAGE = "server-usage"
+SERVER_USAGE_INFER = "infer"
+#: Products (as the npu_facts Ansible module names them from the PCI subsystem ids) that are
+#: inference servers and get server-usage=infer. The A200I A2 Box is one too, but its PCI ids are
+#: not known here, so it cannot be detected.
+INFERENCE_PRODUCTS = ("Atlas 800I A2", "Atlas 800I A3")
 
 HOST_ARCH_VALUES = {"aarch64": "huawei-arm", "x86_64": "huawei-x86"}
 
@@ -144,6 +152,27 @@ RESET_CONFIG_VOLUME = "reset-config"
 #: rings-config-<job> ConfigMap holding hccl.json for a Volcano Job (RT06; YAMLCFG)
 RINGS_CONFIG_PREFIX = "rings-config-"
 RANKTABLE_FILE = "hccl.json"
+#: The device plugin mounts /etc/vnpu.cfg as hostPath type File: it must exist before the pod starts
+#: (MC:component/ascend-device-plugin/build/ascendplugin-volcano.yaml; the driver installer creates it,
+#: mode 0600).
+VNPU_CFG = "/etc/vnpu.cfg"
+
+# --- Ascend Docker Runtime (INST02; MC component/ascend-docker-runtime) -----------------------------------
+#: Runtime name the installer registers in daemon.json / config.toml and makes the default.
+ASCEND_RUNTIME_NAME = "ascend"
+#: Default --install-path; the installer appends Ascend-Docker-Runtime/ to it.
+ASCEND_RUNTIME_INSTALL_ROOT = "/usr/local/Ascend"
+ASCEND_RUNTIME_DIR = "Ascend-Docker-Runtime"
+ASCEND_RUNTIME_BINARY = "ascend-docker-runtime"
+#: Pods of the device plugin DaemonSet carry name=<this> (device-plugin YAMLs); the roles restart the
+#: plugin on a node after its container runtime changed (it detects the runtime at start, INST04).
+DEVICE_PLUGIN_APP_LABEL = "ascend-device-plugin-ds"
+
+# --- NFS client mounts on the nodes -----------------------------------------------------------------------
+#: NFS5: "hard" (the default, spelled out) retries I/O until the server answers, so a server restart
+#: does not turn into write errors in a checkpoint; "_netdev" orders the mount after the network at boot.
+#: The NFS version is left to negotiation (NFS5: the client picks the highest the server offers).
+NFS_MOUNT_OPTIONS = ("rw", "hard", "_netdev")
 
 # --- scheduler-component flags the resilience settings drive (INST04 Table 3; INST09; INST05 Table 3) -------
 FLAG_VOLCANO_TYPE = "-volcanoType"
@@ -204,4 +233,5 @@ ENV_RESUMABLE_ATTEMPT_STORE = "RESUMABLE_ATTEMPT_STORE"
 ENV_TORCHELASTIC_USE_AGENT_STORE = "TORCHELASTIC_USE_AGENT_STORE"
 ATTEMPT_STORE_PREFIX = "/worker/attempt_"
 #: Where the image recipe keeps the profile it was built from (the job templates mount the live one there).
+#: The nodes keep it there too (Ansible role resumable_install), so `resumable doctor` finds it by default.
 PROFILE_PATH = PROFILE_MOUNT_DIR + "/" + PROFILE_FILE_NAME

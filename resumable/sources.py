@@ -336,6 +336,38 @@ _ROWS: List[Source] = [
         "Kubernetes 1.28",
     ),
     Source(
+        "CTRD",
+        "containerd configuration (config.toml versions, imports)",
+        "https://github.com/containerd/containerd: docs/man/containerd-config.toml.5.md; issues #5837 and #7982 "
+        "(an import replaces whole plugin sections up to 1.7); PR #9982 (2.0 merges them key by key); PR #12323 "
+        "(2.2 imports /etc/containerd/conf.d/*.toml by default)",
+        "version key (no key = version 1), CRI plugin names per version, imports",
+        "containerd 1.7, 2.0-2.2",
+    ),
+    Source(
+        "NFS5",
+        "nfs(5) Linux NFS mount options",
+        "https://man7.org/linux/man-pages/man5/nfs.5.html",
+        "hard/soft, nfsvers negotiation; _netdev in mount(8)",
+        "nfs-utils 2.6",
+    ),
+    Source(
+        "SYSCTLD",
+        "sysctl.d(5) and the net.ipv4.ip_local_reserved_ports key",
+        "https://man7.org/linux/man-pages/man5/sysctl.d.5.html; https://docs.kernel.org/networking/ip-sysctl.html",
+        "file order (by name across directories, later files win); ip_local_reserved_ports (one list)",
+        "systemd 252; Linux 6.x",
+    ),
+    Source(
+        "KUBECTL",
+        "kubectl reference: label, cordon, uncordon, drain, wait, get, delete",
+        "https://kubernetes.io/docs/reference/kubectl/generated/; kubernetes/kubectl pkg/cmd/label/label.go "
+        "(labeled / unlabeled / not labeled, the --overwrite refusal), pkg/drain (DaemonSet pods need "
+        "--ignore-daemonsets); https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/ (syntax)",
+        "command pages; label key and value syntax",
+        "Kubernetes 1.28",
+    ),
+    Source(
         "PEP427",
         "PEP 427: the wheel binary package format (file name convention)",
         "https://peps.python.org/pep-0427/",

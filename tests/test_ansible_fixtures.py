@@ -134,12 +134,19 @@ def test_installers_unpack_their_version_info(packages: Path, tmp_path: Path) ->
     assert "Version=25.3.0" in text and "compatible_version_fw=[6.4.0,6.4.99],[7.7.0,7.8.99]" in text
 
 
+KUBECTL = str(REPO / "tests" / "fixtures" / "kube" / "kubectl")
+
+
 def test_emulated_kubectl_and_docker(tmp_path: Path) -> None:
+    """The maintenance window on a node that is its own kubectl host (registered --local)."""
     env = _node(tmp_path, chips=8)
     state = tmp_path / "state"
     (state / "containers" / "ds-device-plugin").write_text("kind=daemonset\ndevices=/dev/davinci_manager\npid=1\n")
     (state / "containers" / "pod-train").write_text("kind=pod\ndevices=/dev/davinci0\npid=2\nprocess=python3\n")
-    kubectl, docker = str(FIXTURES / "kubectl"), str(FIXTURES / "docker")
+    kubectl, docker = KUBECTL, str(FIXTURES / "docker")
+    unknown = _run([kubectl, "get", "node", "n1", "-o", "json"], env, check=False)
+    assert unknown.returncode == 1 and 'nodes "n1" not found' in unknown.stderr
+    _run([kubectl, "fixture", "node", "n1", "--local", "workerselector=dls-worker-node"], env)
 
     def node() -> Dict[str, object]:
         return dict(json.loads(_run([kubectl, "get", "node", "n1", "-o", "json"], env).stdout))
@@ -148,6 +155,7 @@ def test_emulated_kubectl_and_docker(tmp_path: Path) -> None:
     assert len(_run([docker, "ps", "-q"], env).stdout.split()) == 2
     refused = _run([kubectl, "drain", "n1"], env, check=False)
     assert refused.returncode == 1 and "--ignore-daemonsets" in refused.stderr
+    assert (state / "containers" / "pod-train").exists()  # nothing evicted
     assert "evicting pod default/pod-train" in _run([kubectl, "drain", "n1", "--ignore-daemonsets"], env).stdout
     assert _run([kubectl, "cordon", "n1"], env).stdout.strip() == "node/n1 already cordoned"
     assert _run([kubectl, "label", "node", "n1", "workerselector-"], env).stdout.strip() == "node/n1 unlabeled"
@@ -159,4 +167,67 @@ def test_emulated_kubectl_and_docker(tmp_path: Path) -> None:
     inspect = json.loads(_run([docker, "inspect", *_run([docker, "ps", "-q"], env).stdout.split()], env).stdout)
     holder = {"runtime": "docker", "id": inspect[0]["Id"][:12], "name": "ds-device-plugin"}
     assert hw.docker_holders(json.dumps(inspect)) == [dict(holder, devices=["/dev/davinci_manager"])]
-    assert (state / "kubectl.log").read_text().splitlines()[0] == "get node n1 -o json"
+    assert (state / "kubectl.log").read_text().splitlines()[:2] == ["get node n1 -o json", "get node n1 -o json"]
+
+
+def test_emulated_kubectl_refuses_what_kubectl_refuses(tmp_path: Path) -> None:
+    """Labels, pods and waits on a management host's view of the cluster (nodes not --local)."""
+    env = dict(os.environ, KUBE_FIXTURE_STATE=str(tmp_path), ASCEND_FIXTURE_ENV=str(tmp_path / "none"))
+    k = KUBECTL
+    _run([k, "fixture", "node", "w1", "accelerator-type=module"], env)
+    _run([k, "fixture", "daemonset-pod", "kube-system", "ascend-device-plugin-daemonset", "name=dp", "w1"], env)
+
+    def label(*items: str) -> subprocess.CompletedProcess:  # type: ignore[type-arg]
+        return _run([k, "label", "node", "w1", *items], env, check=False)
+
+    other = label("accelerator-type=module-910b-8")
+    assert other.returncode == 1 and "already has a value (module), and --overwrite is false" in other.stderr
+    assert label("bad key=x").returncode == 1 and label("k=" + "v" * 64).returncode == 1
+    assert label("-k=v").returncode == 1
+    # a refused call applies nothing, not even its valid items
+    assert label("team=a", "accelerator-type=x").returncode == 1
+    assert "team" not in json.loads(_run([k, "get", "node", "w1", "-o", "json"], env).stdout)["metadata"]["labels"]
+    assert label("accelerator-type=module").stdout.strip() == "node/w1 not labeled"
+    assert label("accelerator-type=module-910b-8", "--overwrite").stdout.strip() == "node/w1 labeled"
+    assert label("gone-").stdout.splitlines() == ['label "gone" not found.', "node/w1 not labeled"]
+    assert _run([k, "label", "node", "w9", "a=b"], env, check=False).returncode == 1
+    assert _run([k, "wait", "--for=condition=Ready", "node/w1", "--timeout=5s"], env).stdout.strip() == (
+        "node/w1 condition met"
+    )
+    (tmp_path / "node_not_ready").write_text("")
+    assert _run([k, "wait", "--for=condition=Ready", "node/w1"], env, check=False).returncode == 1
+    # the device plugin pod: drain keeps it (DaemonSet), delete replaces it under a new name
+    drained = _run([k, "drain", "w1", "--ignore-daemonsets"], env)
+    assert "ignoring DaemonSet-managed Pods: kube-system/ascend-device-plugin-daemonset-w1-0" in drained.stdout
+    pods = [
+        k,
+        "get",
+        "pods",
+        "-n",
+        "kube-system",
+        "-l",
+        "name=dp",
+        "--field-selector",
+        "spec.nodeName=w1",
+        "-o",
+        "json",
+    ]
+    before = [p["metadata"]["name"] for p in json.loads(_run(pods, env).stdout)["items"]]
+    deleted = _run(
+        [k, "delete", "pods", "-n", "kube-system", "-l", "name=dp", "--field-selector", "spec.nodeName=w1"], env
+    )
+    assert deleted.stdout.strip() == 'pod "%s" deleted' % before[0]
+    after = [p["metadata"]["name"] for p in json.loads(_run(pods, env).stdout)["items"]]
+    assert len(after) == 1 and after != before
+    none = _run([k, "delete", "pods", "-n", "kube-system", "-l", "name=other"], env)
+    assert none.returncode == 0 and "No resources found" in none.stderr
+    missing = _run(
+        [k, "get", "pods", "-n", "kube-system", "--field-selector", "status.phase=x", "-o", "json"], env, check=False
+    )
+    assert missing.returncode == 1
+    assert (
+        _run(
+            [k, "--kubeconfig", str(tmp_path / "absent"), "get", "node", "w1", "-o", "json"], env, check=False
+        ).returncode
+        == 1
+    )

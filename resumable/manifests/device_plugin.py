@@ -21,7 +21,7 @@ from .traits import Traits
 HEALTHZ_PORT = 11251
 #: Node label value the <=26.0 Volcano device-plugin file selects (Atlas training servers).
 ACCELERATOR_910 = "huawei-Ascend910"
-APP_LABEL = "ascend-device-plugin-ds"
+APP_LABEL = C.DEVICE_PLUGIN_APP_LABEL
 CHIP_TAINTS_261 = ("huawei.com/Ascend910", "huawei.com/Ascend310", "huawei.com/Ascend310P", "huawei.com/npu")
 RESET_DIR = "/user/restore/reset"
 DATATRACE_DIR = "/user/cluster-info/datatrace-config"

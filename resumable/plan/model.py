@@ -318,8 +318,8 @@ class NodePlan(PlanPart):
     arch: Arch
     labels: Dict[str, str]
     master_labels: Dict[str, str]
-    #: node selector of the NPU DaemonSets (device plugin, NodeD, NPU exporter): the Ansible driver
-    #: role removes it from a node to stop them during a driver change (a subset of ``labels``)
+    #: node selector of the NPU DaemonSets (device plugin, NodeD, NPU Exporter; INST01): without it
+    #: their pods leave the node (the driver role pauses them with it, node labels hold it back)
     worker_selector: Dict[str, str]
     users: List[Dict[str, Any]]
     log_dirs: List[Dict[str, Any]]
@@ -328,6 +328,22 @@ class NodePlan(PlanPart):
     ranktable_dirs: List[str]
     nofile_limit: Optional[int]
     notes: List[Note]
+    #: container runtime of the nodes; Ascend Docker Runtime becomes its default runtime (INST02)
+    container_runtime: ContainerRuntime
+    #: Ascend Docker Runtime: version (the MindCluster release, same as the device plugin, INST04), the
+    #: runtime name it registers, its --install-path and the binary the engine config points at
+    docker_runtime: Dict[str, str]
+    #: where the device plugin pods run, for restarting one after its node's runtime changed
+    device_plugin: Dict[str, str]
+    #: labels of inference servers and the products (npu_facts names) that get them (INST01 Table 1)
+    server_usage_labels: Dict[str, str]
+    inference_products: List[str]
+    #: files the DaemonSets mount with hostPath type File (must exist before the pods start)
+    host_files: List[Dict[str, Any]]
+    #: owner, group and mode of the ranktable root and the per-job ranktable directories
+    ranktable_access: Dict[str, str]
+    #: where the nodes keep the profile for `resumable` (path) and the variable naming it (env)
+    node_profile: Dict[str, str]
 
 
 @dataclasses.dataclass

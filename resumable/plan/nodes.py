@@ -32,12 +32,25 @@ def reserved_ports(profile: Profile, facts: List[JobFacts]) -> List[int]:
 
 
 def _users() -> List[Dict[str, Any]]:
+    """HwHiAiUser runs the driver and the training processes, hwMindX the management components
+    (INST01 Creating a User; APPX users: hwMindX has nologin as its shell and is a member of group
+    HwHiAiUser)."""
     return [
-        {"name": C.USER_HWHIAI, "uid": C.UID_HWHIAI, "gid": C.UID_HWHIAI, "where": "all", "source": "FAQ 337"},
+        {
+            "name": C.USER_HWHIAI,
+            "uid": C.UID_HWHIAI,
+            "gid": C.UID_HWHIAI,
+            "home": "/home/%s" % C.USER_HWHIAI,
+            "shell": "/bin/bash",
+            "where": "all",
+            "source": "FAQ 337",
+        },
         {
             "name": C.USER_HWMINDX,
             "uid": C.UID_HWMINDX,
             "gid": C.UID_HWMINDX,
+            "home": "/home/%s" % C.USER_HWMINDX,
+            "shell": "/sbin/nologin",
             "where": "all",
             "groups": [C.USER_HWHIAI],
             "source": "INST01 Creating a User",
@@ -47,12 +60,28 @@ def _users() -> List[Dict[str, Any]]:
 
 def _log_dirs() -> List[Dict[str, Any]]:
     root = C.LOG_ROOT
-    out: List[Dict[str, Any]] = [{"path": root, "mode": "0755", "owner": "root", "where": "all"}]
+    out: List[Dict[str, Any]] = [{"path": root, "mode": "0755", "owner": "root", "group": "root", "where": "all"}]
     for name in ("devicePlugin", "npu-exporter", "noded"):
-        out.append({"path": "%s/%s" % (root, name), "mode": "0750", "owner": "root", "where": "compute"})
+        out.append(
+            {"path": "%s/%s" % (root, name), "mode": "0750", "owner": "root", "group": "root", "where": "compute"}
+        )
     for name in ("ascend-operator", "clusterd", "volcano-controller", "volcano-scheduler"):
-        out.append({"path": "%s/%s" % (root, name), "mode": "0750", "owner": C.USER_HWMINDX, "where": "management"})
+        out.append(
+            {
+                "path": "%s/%s" % (root, name),
+                "mode": "0750",
+                "owner": C.USER_HWMINDX,
+                "group": C.USER_HWMINDX,
+                "where": "management",
+            }
+        )
     return out
+
+
+#: The operator (hwMindX) writes <ns>.<job>/hccl.json under the ranktable root (INST08: owner 9000 or mode
+#: 777); training processes run as HwHiAiUser read it, and hwMindX is a member of group HwHiAiUser. Group
+#: HwHiAiUser with the setgid bit keeps new entries readable and writable for both.
+RANKTABLE_ACCESS = {"owner": C.USER_HWMINDX, "group": C.USER_HWHIAI, "mode": "2775"}
 
 
 def build_nodes(profile: Profile, facts: List[JobFacts]) -> NodePlan:
@@ -67,16 +96,20 @@ def build_nodes(profile: Profile, facts: List[JobFacts]) -> NodePlan:
     }
     mounts = []
     if profile.storage.nfs is not None:
+        export = "%s:%s" % (profile.storage.nfs.server, profile.storage.nfs.path.rstrip("/"))
         mounts.append(
             {
-                "src": "%s:%s" % (profile.storage.nfs.server, profile.storage.nfs.path),
+                "src": export,
                 "path": C.RANKTABLE_HOST_ROOT,
                 "subdir": "ranktable",
+                "source": "%s/ranktable" % export,
                 "fstype": "nfs",
+                "opts": ",".join(C.NFS_MOUNT_OPTIONS),
                 "where": "all",
                 "reason": "the operator writes hccl.json under %s; training nodes read it" % C.RANKTABLE_HOST_ROOT,
             }
         )
+        mounts[-1].update(RANKTABLE_ACCESS)
     ranktable_dirs = [
         "%s/%s.%s" % (C.RANKTABLE_HOST_ROOT, f.job.namespace, f.job.name) for f in facts if f.job.ranktable
     ]
@@ -100,4 +133,26 @@ def build_nodes(profile: Profile, facts: List[JobFacts]) -> NodePlan:
         ranktable_dirs=ranktable_dirs,
         nofile_limit=NOFILE_POD_LEVEL if any(f.pod_level for f in facts) else None,
         notes=notes,
+        container_runtime=cluster.container_runtime,
+        docker_runtime={
+            "version": cluster.mindcluster,
+            "name": C.ASCEND_RUNTIME_NAME,
+            "install_path": C.ASCEND_RUNTIME_INSTALL_ROOT,
+            "binary": "%s/%s/%s" % (C.ASCEND_RUNTIME_INSTALL_ROOT, C.ASCEND_RUNTIME_DIR, C.ASCEND_RUNTIME_BINARY),
+        },
+        device_plugin={"namespace": C.NAMESPACE_DEVICE_PLUGIN, "selector": "name=%s" % C.DEVICE_PLUGIN_APP_LABEL},
+        server_usage_labels={C.NODE_LABEL_SERVER_USAGE: C.SERVER_USAGE_INFER},
+        inference_products=list(C.INFERENCE_PRODUCTS),
+        host_files=[
+            {
+                "path": C.VNPU_CFG,
+                "mode": "0600",
+                "owner": "root",
+                "where": "compute",
+                "reason": "device plugin hostPath type File (MC:component/ascend-device-plugin/build/"
+                "ascendplugin-volcano.yaml); created empty when missing, as the driver installer does",
+            }
+        ],
+        ranktable_access=dict(RANKTABLE_ACCESS),
+        node_profile={"path": C.PROFILE_PATH, "env": C.ENV_RESUMABLE_PROFILE},
     )

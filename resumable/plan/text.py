@@ -125,7 +125,7 @@ def render_text(plan: Plan) -> str:
     if n.reserved_ports:
         out.append("  reserved ports: %s" % ",".join(str(p) for p in n.reserved_ports))
     for m in n.shared_mounts:
-        out.append("  shared mount: %s -> %s" % (m["src"], m["path"]))
+        out.append("  shared mount: %s -> %s (%s)" % (m["source"], m["path"], m["opts"]))
     if plan.storage:
         out.append("shared volumes:")
         for vol in plan.storage:

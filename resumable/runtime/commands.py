@@ -21,9 +21,9 @@ def default_profile() -> str:
     return os.environ.get(C.ENV_RESUMABLE_PROFILE) or C.PROFILE_PATH
 
 
-def load_job(profile: Optional[str], job: Optional[str]) -> Tuple[str, Plan, JobPlan]:
-    """The plan of the job this container runs: --profile/--job, else $RESUMABLE_PROFILE (default
-    /etc/resumable/profile.yaml, where job templates mount it) and $RESUMABLE_JOB."""
+def load_profile(profile: Optional[str]) -> Tuple[str, Plan]:
+    """The plan of --profile, else of $RESUMABLE_PROFILE (default /etc/resumable/profile.yaml, where
+    job templates mount it and the node roles install it)."""
     path = profile or default_profile()
     if not os.path.exists(path):
         raise ResumableError(
@@ -32,7 +32,13 @@ def load_job(profile: Optional[str], job: Optional[str]) -> Tuple[str, Plan, Job
             "Pass --profile FILE or set %s (job templates mount the profile at %s and set %s)."
             % (C.ENV_RESUMABLE_PROFILE, C.PROFILE_PATH, C.ENV_RESUMABLE_JOB),
         )
-    plan = load_plan(path)
+    return path, load_plan(path)
+
+
+def load_job(profile: Optional[str], job: Optional[str]) -> Tuple[str, Plan, JobPlan]:
+    """The plan of the job this container runs: --profile/--job (see :func:`load_profile`), else
+    $RESUMABLE_JOB."""
+    path, plan = load_profile(profile)
     return path, plan, job_plan(plan, job or os.environ.get(C.ENV_RESUMABLE_JOB) or None)
 
 
@@ -79,12 +85,21 @@ def cmd_launch(args: argparse.Namespace) -> int:
 def cmd_doctor(args: argparse.Namespace) -> int:
     from .doctor import failed, render_table, run_checks, to_json
 
-    path, _, job = load_job(args.profile, args.job)
-    checks = run_checks(job, os.environ)
-    if args.format == "json":
-        print(json.dumps(to_json(job.name, path, checks), indent=2, ensure_ascii=False))
+    if args.node:
+        from .node_doctor import run_node_checks
+
+        path, plan = load_profile(args.profile)
+        roles = sorted(set(args.node))
+        name = "node (%s)" % ", ".join(roles)
+        checks = run_node_checks(plan.nodes, roles)
     else:
-        sys.stdout.write(render_table(job.name, path, checks))
+        path, _, job = load_job(args.profile, args.job)
+        name = job.name
+        checks = run_checks(job, os.environ)
+    if args.format == "json":
+        print(json.dumps(to_json(name, path, checks), indent=2, ensure_ascii=False))
+    else:
+        sys.stdout.write(render_table(name, path, checks))
     return EXIT_FAILED if failed(checks) else EXIT_OK
 
 
@@ -160,6 +175,12 @@ def register(sub: Any) -> None:
     do = sub.add_parser("doctor", help="check this container or node against the plan (exit 1 on a failure)")
     _profile_args(do)
     do.add_argument("--format", choices=["text", "json"], default="text")
+    do.add_argument(
+        "--node",
+        action="append",
+        choices=["compute", "management"],
+        help="check this host as a cluster node of that role (repeat for both) instead of a training container",
+    )
     do.set_defaults(func=cmd_doctor)
 
     tl = sub.add_parser("timeline", help="measured fault-to-restart durations of a recovery timeline vs the budget")

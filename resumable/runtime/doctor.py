@@ -132,20 +132,21 @@ def _cache_check(path: str, mountinfo: str) -> Check:
     )
 
 
-def run_checks(job: JobPlan, environ: Mapping[str, str], mountinfo: str = "/proc/self/mountinfo") -> List[Check]:
-    checks: List[Check] = []
-    img = job.image
+def python_check() -> Check:
     low, high = PYTHON_RANGE
     py = sys.version_info[:2]
-    checks.append(
-        Check(
-            "python",
-            OK if low <= py <= high else FAIL,
-            "%d.%d-%d.%d" % (low + high),
-            "%d.%d (%s)" % (py[0], py[1], sys.executable),
-            "" if low <= py <= high else "Use a base image with Python %d.%d to %d.%d." % (low + high),
-        )
+    return Check(
+        "python",
+        OK if low <= py <= high else FAIL,
+        "%d.%d-%d.%d" % (low + high),
+        "%d.%d (%s)" % (py[0], py[1], sys.executable),
+        "" if low <= py <= high else "Use a base image with Python %d.%d to %d.%d." % (low + high),
     )
+
+
+def run_checks(job: JobPlan, environ: Mapping[str, str], mountinfo: str = "/proc/self/mountinfo") -> List[Check]:
+    checks: List[Check] = [python_check()]
+    img = job.image
 
     # framework and CANN
     if job.framework == "pytorch":

@@ -1,0 +1,70 @@
+"""site.yml as a whole: its stages in order, every node role reached, and one profile for the
+example inventory and the Pulumi stack."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, List
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _load(path: Path) -> Any:
+    return yaml.safe_load(path.read_text())
+
+
+def _roles_of(playbook: Path) -> List[str]:
+    """Roles a playbook runs (plays' roles, include_role/import_role tasks), following import_playbook."""
+    out: List[str] = []
+    for play in _load(playbook):
+        if "ansible.builtin.import_playbook" in play:
+            out += _roles_of(playbook.parent / play["ansible.builtin.import_playbook"])
+            continue
+        out += [r["role"] if isinstance(r, dict) else r for r in play.get("roles", [])]
+        for task in play.get("tasks", []):
+            include = task.get("ansible.builtin.include_role") or task.get("ansible.builtin.import_role") or {}
+            if include.get("name"):
+                out.append(include["name"])
+    return out
+
+
+def test_site_runs_every_stage_in_order() -> None:
+    stages = [p["ansible.builtin.import_playbook"] for p in _load(REPO / "site.yml")]
+    assert stages == ["playbooks/preflight.yml", "playbooks/facts.yml", "playbooks/compute.yml", "playbooks/nodes.yml"]
+    roles = _roles_of(REPO / "site.yml")
+    order = ["npu_facts", "ascend_driver", "ascend_cann", "ascend_docker_runtime", "mindcluster_node"]
+    order += ["shared_storage", "resumable_install"]
+    assert [r for r in order if r in roles] == order
+    assert [roles.index(r) for r in order] == sorted(roles.index(r) for r in order)
+    # every role with tasks of its own is reached (ascend_package is included by the driver/CANN roles)
+    with_tasks = {p.parent.parent.name for p in REPO.glob("roles/*/tasks/main.yml")} - {"ascend_package"}
+    assert with_tasks <= set(roles)
+
+
+def test_example_inventory_and_a_pulumi_stack_read_one_profile() -> None:
+    inventory = REPO / "inventory" / "example"
+    setting = _load(inventory / "group_vars" / "all.yml")["ascend_preflight_profile"]
+    profile = Path(setting.replace("{{ inventory_dir }}", str(inventory))).resolve()
+    assert profile.is_file()
+    stacks = {
+        (REPO / _load(p)["config"]["ascend-resumable:profile"]).resolve(): p.name for p in REPO.glob("Pulumi.*.yaml")
+    }
+    assert profile in stacks, "no Pulumi stack reads %s" % profile
+    hosts = _load(inventory / "hosts.yml")["all"]["children"]["ascend_cluster"]["children"]
+    assert hosts["ascend_management"]["hosts"] and len(hosts["ascend_compute"]["hosts"]) >= 2
+
+
+def test_site_scenario_is_a_management_node_and_two_compute_nodes() -> None:
+    scenario = _load(REPO / "molecule" / "site" / "molecule.yml")
+    groups = {p["name"]: set(p["groups"]) for p in scenario["platforms"]}
+    assert sorted(n for n, g in groups.items() if "ascend_management" in g) == ["site-mgmt"]
+    assert sorted(n for n, g in groups.items() if "ascend_compute" in g) == ["site-npu1", "site-npu2"]
+    assert _load(REPO / "molecule" / "site" / "converge.yml") == [
+        {"name": "The whole site.yml", "ansible.builtin.import_playbook": "../../site.yml"}
+    ]
+    sequence = scenario["scenario"]["test_sequence"]
+    assert sequence.index("converge") < sequence.index("idempotence") < sequence.index("side_effect")
+    assert scenario["provisioner"]["playbooks"]["side_effect"].endswith("molecule-check-mode.yml")
+    assert "site" in (REPO / "scripts" / "test-ansible.sh").read_text()
