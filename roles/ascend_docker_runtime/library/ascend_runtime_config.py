@@ -90,7 +90,6 @@ backup_file:
 import json
 import os
 
-from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.ascend_runtime import (
     RuntimeConfigError,
     containerd_major,
@@ -98,6 +97,7 @@ from ansible.module_utils.ascend_runtime import (
     plan_containerd,
 )
 from ansible.module_utils.ascend_toml import TomlError, dumps, loads
+from ansible.module_utils.basic import AnsibleModule
 
 MAX_SIZE = 10 * 1024 * 1024  # the vendor helper refuses config files above 10 MiB too
 
@@ -105,8 +105,10 @@ MAX_SIZE = 10 * 1024 * 1024  # the vendor helper refuses config files above 10 M
 def read_text(module, path):
     """Text of a regular file, None when missing; fails on symlinks and oversized files."""
     if os.path.islink(path):
-        module.fail_json(msg="%s is a symbolic link; the Ascend Docker Runtime installer refuses it and so does "
-                             "this role. Point the link's target here as a regular file." % path)
+        module.fail_json(
+            msg="%s is a symbolic link; the Ascend Docker Runtime installer refuses it and so does "
+            "this role. Point the link's target here as a regular file." % path
+        )
     if not os.path.exists(path):
         return None
     if not os.path.isfile(path):
@@ -143,8 +145,10 @@ def containerd(module, p):
     main_path = p["config_path"] or "/etc/containerd/config.toml"
     binary = module.get_bin_path(p["containerd"]) if not os.path.isabs(p["containerd"]) else p["containerd"]
     if not binary or not os.path.exists(binary):
-        module.fail_json(msg="containerd (%s) is not installed on this node, but the plan's container runtime is "
-                             "containerd. Install the Kubernetes container runtime first." % p["containerd"])
+        module.fail_json(
+            msg="containerd (%s) is not installed on this node, but the plan's container runtime is "
+            "containerd. Install the Kubernetes container runtime first." % p["containerd"]
+        )
     rc, out, err = module.run_command([binary, "--version"])
     if rc != 0:
         module.fail_json(msg="'%s --version' failed: %s" % (binary, err or out))
@@ -169,8 +173,16 @@ def containerd(module, p):
     except TomlError as exc:
         module.fail_json(msg="%s is not valid TOML (%s); nothing was changed." % (p["dropin_path"], exc))
     try:
-        plan = plan_containerd(main_cfg, main_path, major, p["runtime_name"], p["runtime_path"],
-                               p["dropin_path"], dropin_cfg, p["dropin"] == "auto")
+        plan = plan_containerd(
+            main_cfg,
+            main_path,
+            major,
+            p["runtime_name"],
+            p["runtime_path"],
+            p["dropin_path"],
+            dropin_cfg,
+            p["dropin"] == "auto",
+        )
     except RuntimeConfigError as exc:
         module.fail_json(msg="%s: %s; nothing was changed." % (main_path, exc))
     current_text = text if plan["mode"] == "in-place" else dropin_text
@@ -187,8 +199,12 @@ def containerd(module, p):
     }
     new_text = dumps(plan["desired"])
     if changed:
-        result["diff"] = {"before": current_text or "", "after": new_text,
-                          "before_header": plan["target"], "after_header": plan["target"]}
+        result["diff"] = {
+            "before": current_text or "",
+            "after": new_text,
+            "before_header": plan["target"],
+            "after_header": plan["target"],
+        }
         if not module.check_mode:
             result.update(write_text(module, plan["target"], new_text, module.params["backup"]))
     return result
@@ -206,8 +222,13 @@ def docker(module, p):
     except RuntimeConfigError as exc:
         module.fail_json(msg="%s: %s; nothing was changed." % (path, exc))
     changed = desired != daemon or text is None
-    result = {"changed": changed, "engine": "docker", "mode": "daemon.json", "target": path,
-              "previous_default": previous}
+    result = {
+        "changed": changed,
+        "engine": "docker",
+        "mode": "daemon.json",
+        "target": path,
+        "previous_default": previous,
+    }
     new_text = json.dumps(desired, indent=4) + "\n"
     if changed:
         result["diff"] = {"before": text or "", "after": new_text, "before_header": path, "after_header": path}
@@ -234,8 +255,10 @@ def main():
     result = containerd(module, p) if p["engine"] == "containerd" else docker(module, p)
     previous = result.get("previous_default")
     if result["changed"] and previous not in (None, "", "runc", p["runtime_name"]):
-        module.warn("%s: the default runtime was %r and becomes %r (MindCluster needs Ascend Docker Runtime as the "
-                    "default); the %r runtime itself is kept." % (result["target"], previous, p["runtime_name"], previous))
+        module.warn(
+            "%s: the default runtime was %r and becomes %r (MindCluster needs Ascend Docker Runtime as the "
+            "default); the %r runtime itself is kept." % (result["target"], previous, p["runtime_name"], previous)
+        )
     module.exit_json(**result)
 
 

@@ -56,9 +56,7 @@ def containerd_major(version_output):
 def config_version(cfg):
     version = cfg.get("version", 1)
     if isinstance(version, bool) or not isinstance(version, int) or version not in PLUGIN_BY_VERSION:
-        raise RuntimeConfigError(
-            "unsupported containerd config version %r (known: 1, 2, 3)" % (version,)
-        )
+        raise RuntimeConfigError("unsupported containerd config version %r (known: 1, 2, 3)" % (version,))
     return version
 
 
@@ -120,9 +118,9 @@ def plan_containerd(main_cfg, main_path, major, name, binary, dropin_path, dropi
     content), desired, previous_default (the main file's default runtime before the change)."""
     version = config_version(main_cfg)
     section = containerd_section(version)
-    runc = _get(main_cfg, section + ["runtimes", RUNC])
+    runc = _get(main_cfg, [*section, "runtimes", RUNC])
     entry = ascend_entry(runc, binary)
-    previous = _get(main_cfg, section + ["default_runtime_name"])
+    previous = _get(main_cfg, [*section, "default_runtime_name"])
     use_dropin = dropin_allowed and major >= 2 and version == 3 and imports_cover(main_cfg, main_path, dropin_path)
     if use_dropin:
         desired = {"version": 3}
@@ -130,8 +128,8 @@ def plan_containerd(main_cfg, main_path, major, name, binary, dropin_path, dropi
     else:
         desired = copy.deepcopy(main_cfg)
         mode, target, current = "in-place", main_path, main_cfg
-    _set(desired, section + ["default_runtime_name"], name)
-    _set(desired, section + ["runtimes", name], entry)
+    _set(desired, [*section, "default_runtime_name"], name)
+    _set(desired, [*section, "runtimes", name], entry)
     return {
         "mode": mode,
         "target": target,

@@ -24,7 +24,9 @@ _DEC = re.compile(r"[+-]?(0|[1-9](_?[0-9])*)\Z")
 _HEX = re.compile(r"0x[0-9A-Fa-f](_?[0-9A-Fa-f])*\Z")
 _OCT = re.compile(r"0o[0-7](_?[0-7])*\Z")
 _BIN = re.compile(r"0b[01](_?[01])*\Z")
-_FLOAT = re.compile(r"[+-]?(0|[1-9](_?[0-9])*)((\.[0-9](_?[0-9])*)([eE][+-]?[0-9](_?[0-9])*)?|[eE][+-]?[0-9](_?[0-9])*)\Z")
+_FLOAT = re.compile(
+    r"[+-]?(0|[1-9](_?[0-9])*)((\.[0-9](_?[0-9])*)([eE][+-]?[0-9](_?[0-9])*)?|[eE][+-]?[0-9](_?[0-9])*)\Z"
+)
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}|\d{2}:\d{2}")
 _ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", '"': '"', "\\": "\\"}
 
@@ -55,7 +57,7 @@ class _Parser:
         raise TomlError("line %d: %s" % (line, msg))
 
     def peek(self, n=1):
-        return self.s[self.i:self.i + n]
+        return self.s[self.i : self.i + n]
 
     def skip_ws(self):
         while self.i < len(self.s) and self.s[self.i] in " \t":
@@ -202,7 +204,7 @@ class _Parser:
                     self.i += 1
                 if start == self.i:
                     self.error("expected a key, found %r" % (ch or "end of file"))
-                parts.append(self.s[start:self.i])
+                parts.append(self.s[start : self.i])
             self.skip_ws()
             if self.peek() != ".":
                 return parts
@@ -222,7 +224,7 @@ class _Parser:
         start = self.i
         while self.i < len(self.s) and self.s[self.i] not in " \t\r\n,]}#":
             self.i += 1
-        token = self.s[start:self.i]
+        token = self.s[start : self.i]
         if token == "true":
             return True
         if token == "false":
@@ -341,7 +343,7 @@ class _Parser:
                     self.i += 1
                 elif esc in ("u", "U"):
                     size = 4 if esc == "u" else 8
-                    digits = self.s[self.i + 1:self.i + 1 + size]
+                    digits = self.s[self.i + 1 : self.i + 1 + size]
                     if len(digits) != size or not re.match(r"[0-9A-Fa-f]+\Z", digits):
                         self.error("invalid unicode escape")
                     code = int(digits, 16)
@@ -354,7 +356,7 @@ class _Parser:
                     j = self.i
                     while j < len(self.s) and self.s[j] in " \t":
                         j += 1
-                    if self.s[j:j + 1] != "\n" and self.s[j:j + 2] != "\r\n":
+                    if self.s[j : j + 1] != "\n" and self.s[j : j + 2] != "\r\n":
                         self.error("invalid escape")
                     while j < len(self.s) and self.s[j] in " \t\r\n":
                         j += 1
@@ -363,9 +365,8 @@ class _Parser:
                     self.error("invalid escape \\%s" % esc)
                 continue
             self.check_char(ch, multiline)
-            if multiline and ch == "\r":
-                if self.peek(2) != "\r\n":
-                    self.error("bare carriage return in a string")
+            if multiline and ch == "\r" and self.peek(2) != "\r\n":
+                self.error("bare carriage return in a string")
             out.append(ch)
             self.i += 1
 
@@ -457,10 +458,10 @@ def _emit(table, path, lines, header):
     for k, v in scalars:
         lines.append("%s = %s" % (_key(k), _value(v)))
     for k, v in tables:
-        sub = path + [k]
+        sub = [*path, k]
         _emit(v, sub, lines, "[%s]" % ".".join(_key(p) for p in sub))
     for k, v in arrays:
-        sub = path + [k]
+        sub = [*path, k]
         for entry in v:
             if lines:
                 lines.append("")

@@ -96,8 +96,9 @@ def ascend_driver_plan(
             "(/usr/local/Ascend/driver/script/uninstall.sh) first or keep the run user"
             % (recorded[0], recorded[1], run_user, run_group or run_user)
         )
-    # Vendor order (ADEPLOY library/process_npu.py; HDK-DRV install.sh exit codes): on a node with a working driver, firmware goes
-    # first; on a fresh node the driver goes first (the firmware installer needs its tools).
+    # Vendor order (ADEPLOY library/process_npu.py; HDK-DRV install.sh exit codes): on a node with a
+    # working driver, firmware goes first; on a fresh node the driver goes first (the firmware
+    # installer needs its tools).
     sequence = ["firmware", "driver"] if complete["driver"] and "driver" not in in_progress else ["driver", "firmware"]
     plan["order"] = [n for n in sequence if plan[n] and plan[n]["action"]]
     plan["changes"] = bool(plan["order"]) and not plan["refusals"]

@@ -80,11 +80,13 @@ def main():
     base = [p["kubectl"]] + (["--kubeconfig=%s" % p["kubeconfig"]] if p["kubeconfig"] else [])
 
     def labels_now():
-        rc, out, err = module.run_command(base + ["get", "node", p["node"], "-o", "json"])
+        rc, out, err = module.run_command([*base, "get", "node", p["node"], "-o", "json"])
         if rc != 0:
-            module.fail_json(msg="kubectl get node %s failed (%s): is the node registered in Kubernetes "
-                                 "(kubelet joined) and does kubectl reach the API server from this host?"
-                                 % (p["node"], (err or out).strip()))
+            module.fail_json(
+                msg="kubectl get node %s failed (%s): is the node registered in Kubernetes "
+                "(kubelet joined) and does kubectl reach the API server from this host?"
+                % (p["node"], (err or out).strip())
+            )
         try:
             return json.loads(out).get("metadata", {}).get("labels", {}) or {}
         except ValueError:
@@ -98,19 +100,21 @@ def main():
         result["diff"] = dict(
             before="".join("%s=%s\n" % (k, before[k]) for k in keys if k in before),
             after="".join("%s=%s\n" % (k, wanted[k]) for k in keys),
-            before_header="node/%s labels" % p["node"], after_header="node/%s labels" % p["node"],
+            before_header="node/%s labels" % p["node"],
+            after_header="node/%s labels" % p["node"],
         )
     if module.check_mode or not result["changed"]:
         module.exit_json(**result)
     args = ["%s=%s" % (k, wanted[k]) for k in sorted(set(added) | set(updated))]
-    rc, out, err = module.run_command(base + ["label", "node", p["node"]] + args + ["--overwrite"])
+    rc, out, err = module.run_command([*base, "label", "node", p["node"], *args, "--overwrite"])
     if rc != 0:
         module.fail_json(msg="kubectl label node %s failed: %s" % (p["node"], (err or out).strip()), **result)
     after = labels_now()
     missing = dict((k, after.get(k)) for k, v in wanted.items() if after.get(k) != v)
     if missing:
-        module.fail_json(msg="node %s does not carry the labels after kubectl label: %s" % (p["node"], missing),
-                         **result)
+        module.fail_json(
+            msg="node %s does not carry the labels after kubectl label: %s" % (p["node"], missing), **result
+        )
     module.exit_json(**result)
 
 

@@ -70,13 +70,21 @@ def main():
                 module.fail_json(msg="%s entry %r lacks %s" % (kind, entry, ", ".join(missing)))
             path = entry["path"]
             attrs = module.load_file_common_arguments(
-                {"path": path, "owner": entry["owner"], "group": entry.get("group") or entry["owner"],
-                 "mode": str(entry["mode"])}
+                {
+                    "path": path,
+                    "owner": entry["owner"],
+                    "group": entry.get("group") or entry["owner"],
+                    "mode": str(entry["mode"]),
+                }
             )
             if not os.path.lexists(path):
                 created.append(path)
-                diffs.append({"before": {"path": path, "state": "absent"},
-                              "after": {"path": path, "state": "directory" if kind == "directories" else "file"}})
+                diffs.append(
+                    {
+                        "before": {"path": path, "state": "absent"},
+                        "after": {"path": path, "state": "directory" if kind == "directories" else "file"},
+                    }
+                )
                 if module.check_mode:
                     continue
                 if kind == "directories":

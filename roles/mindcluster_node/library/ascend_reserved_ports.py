@@ -73,7 +73,7 @@ HEADER = (
 
 
 def parse_ranges(text):
-    """"9601-9602,30000" -> [(9601, 9602), (30000, 30000)]; raises ValueError on garbage."""
+    """ "9601-9602,30000" -> [(9601, 9602), (30000, 30000)]; raises ValueError on garbage."""
     out = []
     for part in re.split(r"[,\s]+", (text or "").strip()):
         if not part:
@@ -146,7 +146,7 @@ def read(path):
     try:
         with open(path) as handle:
             return handle.read()
-    except (IOError, OSError):
+    except OSError:
         return None
 
 
@@ -159,8 +159,14 @@ def main():
             config_paths=dict(
                 type="list",
                 elements="path",
-                default=["/etc/sysctl.d", "/run/sysctl.d", "/usr/local/lib/sysctl.d", "/usr/lib/sysctl.d",
-                         "/lib/sysctl.d", "/etc/sysctl.conf"],
+                default=[
+                    "/etc/sysctl.d",
+                    "/run/sysctl.d",
+                    "/usr/local/lib/sysctl.d",
+                    "/usr/lib/sysctl.d",
+                    "/lib/sysctl.d",
+                    "/etc/sysctl.conf",
+                ],
             ),
             apply=dict(type="bool", default=True),
         ),
@@ -199,17 +205,27 @@ def main():
     before_file = read(p["file"])
     file_changed = before_file != content
     live_changed = p["apply"] and (live_text is None or merge(live) != merged)
-    result = dict(changed=file_changed or live_changed, value=value,
-                  live_before=live_text.strip() if live_text is not None else None, file=p["file"])
+    result = dict(
+        changed=file_changed or live_changed,
+        value=value,
+        live_before=live_text.strip() if live_text is not None else None,
+        file=p["file"],
+    )
     if result["changed"]:
         result["diff"] = [
             dict(before=before_file or "", after=content, before_header=p["file"], after_header=p["file"]),
-            dict(before=(live_text or "").strip() + "\n", after=value + "\n",
-                 before_header=p["proc_file"], after_header=p["proc_file"]),
+            dict(
+                before=(live_text or "").strip() + "\n",
+                after=value + "\n",
+                before_header=p["proc_file"],
+                after_header=p["proc_file"],
+            ),
         ]
     for path in later:
-        module.warn("%s is read after %s at boot and sets %s itself; its value replaces this one then. Add %s "
-                    "there or remove the setting." % (path, p["file"], KEY, fmt(wanted)))
+        module.warn(
+            "%s is read after %s at boot and sets %s itself; its value replaces this one then. Add %s "
+            "there or remove the setting." % (path, p["file"], KEY, fmt(wanted))
+        )
     if module.check_mode or not result["changed"]:
         module.exit_json(**result)
     if file_changed:
@@ -225,9 +241,12 @@ def main():
         try:
             with open(p["proc_file"], "w") as handle:
                 handle.write(value + "\n")
-        except (IOError, OSError) as exc:
-            module.fail_json(msg="cannot set %s live (%s): %s; %s was written and applies at the next boot"
-                                 % (KEY, exc.strerror, p["proc_file"], p["file"]), **result)
+        except OSError as exc:
+            module.fail_json(
+                msg="cannot set %s live (%s): %s; %s was written and applies at the next boot"
+                % (KEY, exc.strerror, p["proc_file"], p["file"]),
+                **result,
+            )
     module.exit_json(**result)
 
 
