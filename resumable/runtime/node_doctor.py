@@ -21,7 +21,7 @@ from .doctor import FAIL, OK, SHARED_FS, Check, filesystem_of, python_check
 
 #: where the kernel keeps the reserved local ports (one list; SYSCTLD)
 RESERVED_PORTS = "/proc/sys/net/ipv4/ip_local_reserved_ports"
-#: the driver's version file (node-prep.md 2.3 layout: <install path>/driver/version.info)
+#: the driver's version file (HDK-FILES: <install path>/driver/version.info)
 DRIVER_VERSION_INFO = "/usr/local/Ascend/driver/version.info"
 #: what Ascend Docker Runtime's installer records next to its binary (INST02)
 RUNTIME_INFO_NAME = "ascend_docker_runtime_install.info"

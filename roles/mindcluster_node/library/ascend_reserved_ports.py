@@ -15,7 +15,7 @@ description:
     value and every sysctl configuration file that sets the key, and writes the union with I(ports) to its own
     file and to the live value, so ports reserved by anyone else stay reserved.
   - Warns when a file read later at boot also sets the key (its value would replace this file's).
-  - MindCluster asks for 9601/9602 to be reserved when TaskD runs with the host network (mindcluster.md 2.3, RT07).
+  - MindCluster asks for 9601/9602 to be reserved when TaskD runs with the host network (RT07).
   - Supports check mode and diff.
 options:
   ports:
