@@ -29,11 +29,13 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "benchmarks"))
+from logged_run import timed_run  # noqa: E402
+
 FIXTURES = REPO / "tests" / "fixtures" / "ascend"
 IMAGE = "localhost/ascend-node-deb12:latest"
 SSH_IMAGE = "localhost/ascend-node-deb12-sshd:bench"
@@ -108,19 +110,8 @@ def installer_runs(names: List[str]) -> int:
 
 def playbook(inv: Path, env: Dict[str, str], log: Path, *extra: str) -> Tuple[float, int]:
     """Run site.yml; returns (seconds, changed tasks); exits when it fails."""
-    start = time.monotonic()
-    with open(log, "w") as handle:
-        proc = subprocess.run(
-            [str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", str(inv), str(REPO / "site.yml"), *extra],
-            cwd=REPO,
-            env=env,
-            stdout=handle,
-            stderr=subprocess.STDOUT,
-            check=False,
-        )
-    elapsed = time.monotonic() - start
-    if proc.returncode != 0:
-        sys.exit("ansible-playbook failed (rc %d), see %s" % (proc.returncode, log))
+    argv = [str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", str(inv), str(REPO / "site.yml"), *extra]
+    elapsed = timed_run(argv, REPO, env, log, "ansible-playbook")
     with open(log) as handle:
         recap = [line for line in handle if "changed=" in line and "ok=" in line]
     return elapsed, sum(int(line.split("changed=")[1].split()[0]) for line in recap)

@@ -23,11 +23,13 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Dict, List, Tuple
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "benchmarks"))
+from logged_run import timed_run  # noqa: E402
+
 NODES = ["site-mgmt", "site-npu1", "site-npu2"]
 KUBECTL_LOG = "/var/lib/ascend-fixture/kubectl.log"
 #: what a re-run must not do, as (label, node, shell command printing one line per event)
@@ -68,20 +70,8 @@ def environment() -> Dict[str, str]:
 
 
 def molecule(step: str, env: Dict[str, str], log: Path) -> float:
-    start = time.monotonic()
-    with open(log, "w") as handle:
-        proc = subprocess.run(
-            [str(REPO / ".venv" / "bin" / "molecule"), step, "-s", "site"],
-            cwd=REPO,
-            env=env,
-            stdout=handle,
-            stderr=subprocess.STDOUT,
-            check=False,
-        )
-    elapsed = time.monotonic() - start
-    if proc.returncode != 0:
-        sys.exit("molecule %s failed (rc %d), see %s" % (step, proc.returncode, log))
-    return elapsed
+    argv = [str(REPO / ".venv" / "bin" / "molecule"), step, "-s", "site"]
+    return timed_run(argv, REPO, env, log, "molecule %s" % step)
 
 
 def events(env: Dict[str, str]) -> Dict[str, int]:
