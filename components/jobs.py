@@ -2,6 +2,15 @@
 rings-config) and the AscendJob or Volcano Job, from :func:`resumable.manifests.deployment.job_objects`
 (what ``resumable render`` writes). Each job runs the image reference it is given: the runtime
 image's digest, or a configured reference.
+
+- A job waits only for what it needs: the CRDs, operator and scheduler (``after``), its own claims and
+  its ConfigMaps; never the node agents, so one node that cannot run a DaemonSet holds back no job.
+- The ConfigMaps MindCluster writes while the job runs (``reset-config-<job>``: the device plugin's
+  fault/recovery state; ``rings-config-<job>``: the Volcano plugin's RankTable) are created with
+  their initial content and their ``data`` is then theirs (``ignore_changes``): a refresh followed
+  by an ``up`` never resets them under a running job.
+- With a registry login, a ``kubernetes.io/dockerconfigjson`` Secret is created in each job
+  namespace and every training pod names it in ``imagePullSecrets``.
 """
 
 from __future__ import annotations
@@ -11,12 +20,15 @@ from typing import Any, Dict, List, Optional
 
 import pulumi
 
+from resumable.constants import RESET_CONFIG_PREFIX, RINGS_CONFIG_PREFIX
 from resumable.manifests.deployment import job_objects
 from resumable.plan.model import Plan
 
 from .kinds import create, logical_name, object_key
 
 TYPE_TOKEN = "ascend-resumable:stack:TrainingJobs"
+#: ConfigMaps whose ``data`` MindCluster owns once the job runs
+RUNTIME_WRITTEN = (RESET_CONFIG_PREFIX, RINGS_CONFIG_PREFIX)
 #: stands for the image reference while the objects are built; replaced by the Output
 _IMAGE = "@@resumable:image@@"
 
@@ -34,6 +46,24 @@ def substitute(node: Any, value: Any) -> Any:
     return node
 
 
+def runtime_written(obj: Dict[str, Any]) -> bool:
+    return obj["kind"] == "ConfigMap" and str(obj["metadata"]["name"]).startswith(RUNTIME_WRITTEN)
+
+
+def with_pull_secret(node: Any, secret: str) -> Any:
+    """``node`` with ``imagePullSecrets: [{name: secret}]`` added to every pod template's spec."""
+    if isinstance(node, list):
+        return [with_pull_secret(v, secret) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: with_pull_secret(v, secret) for k, v in node.items()}
+    spec = out.get("spec")
+    if "template" not in out and isinstance(spec, dict) and "containers" in spec:
+        names = [s for s in spec.get("imagePullSecrets") or [] if s.get("name") != secret]
+        out["spec"] = {**spec, "imagePullSecrets": [*names, {"name": secret}]}
+    return out
+
+
 @dataclasses.dataclass
 class TrainingJobsArgs:
     """Inputs of :class:`TrainingJobs`."""
@@ -46,6 +76,10 @@ class TrainingJobsArgs:
     #: what every job object waits for (the scheduling stack with its CRDs and operator, the
     #: storage claims); components here stand for all their children
     after: List[pulumi.Resource] = dataclasses.field(default_factory=list)
+    #: the claims each job mounts, by job name (the job waits for its own only)
+    claims: Dict[str, List[pulumi.Resource]] = dataclasses.field(default_factory=dict)
+    #: ``{"name": secret name, "content": .dockerconfigjson}`` when the registry needs a login
+    pull_secret: Optional[Dict[str, Any]] = None
 
 
 class TrainingJobs(pulumi.ComponentResource):
@@ -57,7 +91,8 @@ class TrainingJobs(pulumi.ComponentResource):
         super().__init__(TYPE_TOKEN, name, None, opts)
         self.resources: Dict[str, pulumi.CustomResource] = {}
         self.child_options: Dict[str, pulumi.ResourceOptions] = {}
-        keys: List[str] = []
+        created: List[pulumi.CustomResource] = []
+        secrets = self._pull_secrets(name, args)
         for job in args.plan.jobs:
             if job.name not in args.images:
                 raise pulumi.RunError(f"TrainingJobs {name}: no image reference for job {job.name}")
@@ -65,15 +100,51 @@ class TrainingJobs(pulumi.ComponentResource):
             config_maps: List[pulumi.Resource] = []
             for obj in objects:
                 key = object_key(obj)
+                if obj["kind"] != "ConfigMap" and args.pull_secret is not None:
+                    obj = with_pull_secret(obj, args.pull_secret["name"])
                 # the pods mount the ConfigMaps at start: create them before the job
-                depends = config_maps if obj["kind"] != "ConfigMap" else []
-                options = pulumi.ResourceOptions(parent=self, depends_on=[*args.after, *depends])
+                if obj["kind"] == "ConfigMap":
+                    depends: List[pulumi.Resource] = []
+                else:
+                    depends = [*config_maps, *args.claims.get(job.name, []), *secrets.get(job.namespace, [])]
+                options = pulumi.ResourceOptions(
+                    parent=self,
+                    depends_on=[*args.after, *depends],
+                    ignore_changes=["data"] if runtime_written(obj) else None,
+                )
                 resource = create(logical_name(name, key), substitute(obj, args.images[job.name]), options)
                 self.resources[key] = resource
                 self.child_options[key] = options
                 if obj["kind"] == "ConfigMap":
                     config_maps.append(resource)
                 else:
-                    keys.append(key)
-        self.jobs = pulumi.Output.from_input(keys)
+                    created.append(resource)
+        # the jobs as the cluster has them: Kind/namespace/name read from the created objects
+        self.jobs = pulumi.Output.all(
+            *[
+                pulumi.Output.all(r.kind, r.metadata["namespace"], r.metadata["name"]).apply(  # type: ignore[attr-defined]
+                    lambda m: f"{m[0]}/{m[1]}/{m[2]}"
+                )
+                for r in created
+            ]
+        )
         self.register_outputs({"jobs": self.jobs})
+
+    def _pull_secrets(self, name: str, args: TrainingJobsArgs) -> Dict[str, List[pulumi.Resource]]:
+        if args.pull_secret is None:
+            return {}
+        out: Dict[str, List[pulumi.Resource]] = {}
+        for namespace in sorted({j.namespace for j in args.plan.jobs}):
+            obj = {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": args.pull_secret["name"], "namespace": namespace},
+                "type": "kubernetes.io/dockerconfigjson",
+                "stringData": {".dockerconfigjson": pulumi.Output.secret(args.pull_secret["content"])},
+            }
+            key = object_key(obj)
+            options = pulumi.ResourceOptions(parent=self)
+            self.resources[key] = create(logical_name(name, key), obj, options)
+            self.child_options[key] = options
+            out[namespace] = [self.resources[key]]
+        return out

@@ -48,6 +48,14 @@ POD_NAMESPACES = (NAMESPACE_VOLCANO, NAMESPACE_MINDX_DL, NAMESPACE_DEVICE_PLUGIN
 RETAINED_KINDS = ("Namespace", "CustomResourceDefinition")
 #: Kinds pulumi-kubernetes waits for until they are ready.
 AWAITED_KINDS = ("Deployment", "DaemonSet")
+#: What a training job needs before it is created: its CRD (every CRD of the stack), the controllers
+#: that reconcile it and the scheduler that places its pods; never the node agents (DaemonSets),
+#: so one node that cannot run them holds back no job.
+JOB_PREREQUISITE_DEPLOYMENTS = (
+    f"Deployment/{NAMESPACE_VOLCANO}/volcano-scheduler",
+    f"Deployment/{NAMESPACE_VOLCANO}/volcano-controllers",
+    f"Deployment/{NAMESPACE_MINDX_DL}/ascend-operator-manager",
+)
 #: The device plugin objects, in the order device_plugin.names() gives them.
 _DEVICE_PLUGIN_KINDS = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "DaemonSet")
 _DEVICE_PLUGIN_NAMESPACES = (NAMESPACE_DEVICE_PLUGIN, "", "", NAMESPACE_DEVICE_PLUGIN)
@@ -88,6 +96,11 @@ class MindClusterSchedulerArgs:
     retain_on_delete: bool = True
     #: seconds Pulumi waits for each Deployment/DaemonSet to be ready; None: the provider default
     ready_timeout: Optional[int] = None
+    #: seconds for each DaemonSet (a rollout visits every node); None: ``ready_timeout``
+    daemonset_timeout: Optional[int] = None
+    #: the provider for the kept objects (namespaces, CRDs, pull secrets' namespaces): one that
+    #: upserts, so a re-up after destroy or a cluster that already has them takes them over
+    adopt_provider: Optional[pulumi.ProviderResource] = None
 
 
 class MindClusterScheduler(pulumi.ComponentResource):
@@ -126,6 +139,16 @@ class MindClusterScheduler(pulumi.ComponentResource):
             f"{CLUSTERD_SERVICE}.{NAMESPACE_MINDX_DL}.svc:{CLUSTERD_GRPC_PORT}"
         )
         self.volcano_plugin = pulumi.Output.from_input(args.scheduler.volcano_plugin_name)
+        #: what the jobs wait for (see JOB_PREREQUISITE_DEPLOYMENTS)
+        self.job_prerequisites: List[pulumi.Resource] = [
+            r
+            for key, r in self.resources.items()
+            if key.startswith("CustomResourceDefinition/") or key in JOB_PREREQUISITE_DEPLOYMENTS
+        ]
+        #: the namespaces as the cluster has them (read from the created objects)
+        self.namespaces = pulumi.Output.all(
+            *[r.metadata.name for key, r in self.resources.items() if key.startswith("Namespace/")]  # type: ignore[attr-defined]
+        )
         self.register_outputs(
             {
                 "clusterd_endpoint": self.clusterd_endpoint,
@@ -141,16 +164,20 @@ class MindClusterScheduler(pulumi.ComponentResource):
         if old is not None:
             aliases.append(pulumi.Alias(name=logical_name(self.name, old)))
         timeouts = None
-        if self.args.ready_timeout is not None and kind in AWAITED_KINDS:
-            limit = f"{self.args.ready_timeout}s"
+        wait = self.args.daemonset_timeout if kind == "DaemonSet" else None
+        wait = wait or self.args.ready_timeout
+        if wait is not None and kind in AWAITED_KINDS:
+            limit = f"{wait}s"
             timeouts = pulumi.CustomTimeouts(create=limit, update=limit)
+        kept = kind in RETAINED_KINDS and self.args.adopt_provider is not None
         return pulumi.ResourceOptions(
             parent=self,
             depends_on=list(depends_on),
             retain_on_delete=retain or None,
             aliases=aliases or None,
-            delete_before_replace=(old is not None and kind == "DaemonSet") or None,
+            delete_before_replace=(old is not None and kind == "DaemonSet") or kept or None,
             custom_timeouts=timeouts,
+            provider=self.args.adopt_provider if kept else None,
         )
 
     def _create(self, obj: Dict[str, Any], depends_on: List[pulumi.Resource]) -> pulumi.CustomResource:

@@ -19,12 +19,13 @@ from .pulumi_mocks import (
     ROOT,
     SECRET_SIG,
     image_digest,
-    install_stub_context,
+    install_program,
     kubernetes_objects,
     pulumi_test,
     registered,
     reset,
     run_program,
+    shipped_config,
     stack_config,
     stack_files,
 )
@@ -48,8 +49,8 @@ EXPECTED: Dict[str, Expected] = {
         "7.3.0",
         "1.28",
         {"training"},
-        {"a2-cluster-op-cache-training", "a2-cluster-checkpoints-training"},
-        {"training/a2-cluster-op-cache", "training/a2-cluster-checkpoints"},
+        {"llama-pretrain-op-cache-training", "llama-pretrain-checkpoints-training"},
+        {"training/llama-pretrain-op-cache", "training/llama-pretrain-checkpoints"},
         {
             "training/resumable-image-llama-pretrain",
             "training/resumable-profile-llama-pretrain",
@@ -64,7 +65,7 @@ EXPECTED: Dict[str, Expected] = {
         "1.28",
         {"training"},
         set(),
-        {"training/a2-ms-op-cache", "training/a2-ms-checkpoints"},
+        {"training/qwen-mindformers-op-cache", "training/qwen-mindformers-checkpoints"},
         {
             "training/resumable-image-qwen-mindformers",
             "training/resumable-profile-qwen-mindformers",
@@ -78,8 +79,8 @@ EXPECTED: Dict[str, Expected] = {
         "7.3.0",
         "1.28",
         {"training"},
-        {"a2-pod-checkpoints-training"},
-        {"training/a2-pod-checkpoints"},
+        {"gpt-pod-level-checkpoints-training"},
+        {"training/gpt-pod-level-checkpoints"},
         {
             "training/resumable-image-gpt-pod-level",
             "training/resumable-profile-gpt-pod-level",
@@ -93,8 +94,8 @@ EXPECTED: Dict[str, Expected] = {
         "6.0.0",
         "1.25",
         set(),
-        {"ascend-checkpoints-default"},
-        {"default/ascend-checkpoints"},
+        {"bert-job-level-checkpoints-default"},
+        {"default/bert-job-level-checkpoints"},
         {"default/resumable-image-bert-job-level", "default/resumable-profile-bert-job-level"},
         "AscendJob/default/bert-job-level",
         {"Master": 1, "Worker": 1},
@@ -104,8 +105,8 @@ EXPECTED: Dict[str, Expected] = {
         "6.0.0",
         "1.25",
         set(),
-        {"ascend-checkpoints-default"},
-        {"default/ascend-checkpoints"},
+        {"llama2-legacy-checkpoints-default"},
+        {"default/llama2-legacy-checkpoints"},
         {
             "default/resumable-image-llama2-legacy",
             "default/resumable-profile-llama2-legacy",
@@ -115,6 +116,14 @@ EXPECTED: Dict[str, Expected] = {
         {"Master": 1, "Worker": 1},
         None,
     ),
+}
+#: cluster.name of each example (the provider's clusterIdentifier)
+CLUSTER_NAMES = {
+    "pytorch-process-recovery": "a2-cluster",
+    "mindspore-process-recovery": "a2-ms",
+    "pytorch-pod-rescheduling": "a2-pod",
+    "job-level-minimal": "ascend",
+    "legacy-6.0-pod-rescheduling": "ascend",
 }
 STACKS = [p.name[len("Pulumi.") : -len(".yaml")] for p in stack_files()]
 
@@ -135,16 +144,19 @@ def test_default_providers_disabled_and_requirements_beside_the_project() -> Non
     assert project["runtime"]["options"] == {"toolchain": "pip", "virtualenv": ".venv"}
     reqs = [line.split("==")[0].strip() for line in (ROOT / "requirements.txt").read_text().splitlines()]
     assert {"pulumi", "pulumi-kubernetes", "pulumi-docker-build", "-e ."} <= set(reqs)
-    assert project["config"]["kubeconfig"]["secret"] is True
+    # optional secrets are not declared: a declared secret key is required in every stack (or its
+    # default, which is never encrypted, fails the CLI's secret check: pkg/workspace/config.go:128)
+    for key in ("kubeconfig", "dockerConfigJson", "registryPassword"):
+        assert key not in project["config"]
 
 
 @pytest.fixture
 def program(monkeypatch: Any, tmp_path: Path) -> Any:
     reset()
-    install_stub_context(monkeypatch, tmp_path)
+    install_program(monkeypatch, tmp_path)
 
     def run(name: str, extra: Optional[Dict[str, Any]] = None, secrets: Optional[List[str]] = None) -> Any:
-        config = {**stack_config(ROOT / f"Pulumi.{name}.yaml"), **(extra or {})}
+        config = {**shipped_config(name, tmp_path), **(extra or {})}
         return run_program(config, secrets)["deployment"]
 
     return run
@@ -183,7 +195,7 @@ def test_resource_graph(program: Any, name: str) -> Any:
         by_type: Dict[str, int] = {}
         for r in registered():
             by_type[r.type] = by_type.get(r.type, 0) + 1
-        assert by_type["pulumi:providers:kubernetes"] == 1
+        assert by_type["pulumi:providers:kubernetes"] == 2  # the default one and the one that upserts
         assert by_type["ascend-resumable:stack:MindClusterScheduler"] == 1
         assert by_type["ascend-resumable:stack:SharedStorage"] == 1
         assert by_type["ascend-resumable:stack:TrainingJobs"] == 1
@@ -211,10 +223,19 @@ def test_wiring_provider_parents_dependencies_retain(program: Any, name: str) ->
 
     def check(_: Any) -> None:
         regs = registered()
-        provider = next(r for r in regs if r.type == "pulumi:providers:kubernetes")
+        providers = {r.request.name: r for r in regs if r.type == "pulumi:providers:kubernetes"}
+        default, adopt = providers["kubernetes"], providers["kubernetes-adopt"]
+        # provider inputs reach the engine as strings (the SDK serializes provider config that way)
+        assert adopt.inputs.get("upsertExistingObjects") == "true" and "upsertExistingObjects" not in default.inputs
+        cluster = CLUSTER_NAMES[name]
+        assert default.inputs["clusterIdentifier"] == adopt.inputs["clusterIdentifier"] == cluster
         urns = {r.type: r.urn for r in regs if r.type.startswith("ascend-resumable:")}
+        kept = ("Namespace", "CustomResourceDefinition", "PersistentVolume", "PersistentVolumeClaim")
         for r in kubernetes_objects():
-            assert r.request.provider.startswith(provider.urn + "::"), f"{r.key} not on the explicit provider"
+            provider = adopt if r.inputs["kind"] in kept else default
+            assert r.request.provider.startswith(provider.urn + "::"), f"{r.key} not on {provider.request.name}"
+            # an upsert followed by the delete of the old object would delete what it took over
+            assert bool(r.request.deleteBeforeReplace) or r.inputs["kind"] not in kept, r.key
             assert r.request.parent in urns.values(), f"{r.key} is not a component's child"
         objs = {r.key: r for r in kubernetes_objects()}
         job = next(r for r in kubernetes_objects() if r.inputs["kind"] in ("AscendJob", "Job"))
@@ -226,6 +247,9 @@ def test_wiring_provider_parents_dependencies_retain(program: Any, name: str) ->
             assert objs[needed].urn in waits, f"{job.key} does not wait for {needed}"
         for claim in keys("PersistentVolumeClaim"):
             assert objs["PersistentVolumeClaim/" + claim].urn in waits, f"{job.key} does not wait for {claim}"
+        for key, r in objs.items():  # one node that cannot run an agent must not hold back the jobs
+            if r.inputs["kind"] == "DaemonSet":
+                assert r.urn not in waits, f"{job.key} waits for {key}"
         for cm in [r for r in kubernetes_objects() if r.request.parent == job.request.parent]:
             if cm.inputs["kind"] == "ConfigMap" and cm.key.split("/")[1] == job.key.split("/")[1]:
                 assert cm.urn in job.request.dependencies, f"{job.key} does not wait for {cm.key}"
@@ -297,7 +321,11 @@ def test_every_object_validates(program: Any, name: str) -> Any:
 def test_secrets_stay_secret(program: Any) -> Any:
     deployment = program(
         "mindspore-process-recovery",
-        {"kubeconfig": "apiVersion: v1\nkind: Config\n", "registryPassword": "hunter2"},
+        {
+            "kubeconfig": "apiVersion: v1\nkind: Config\n",
+            "registryUsername": "robot-ascend",
+            "registryPassword": "hunter2",
+        },
         secrets=["kubeconfig", "registryPassword"],
     )
 
@@ -309,5 +337,12 @@ def test_secrets_stay_secret(program: Any) -> Any:
         assert SECRET_SIG in registries, "the registry password travels in plain text"
         (registry,) = registries["value"]
         assert registry["address"] == "registry.example.com" and registry["username"] == "robot-ascend"
+        # the training pods pull with the same login, from a Secret whose content stays secret
+        secret = next(r for r in kubernetes_objects() if r.key == "Secret/training/resumable-registry")
+        assert SECRET_SIG in str(secret.inputs["stringData"])
+        job = next(r for r in kubernetes_objects() if r.inputs["kind"] == "AscendJob")
+        assert secret.urn in job.request.dependencies
+        for spec in job.inputs["spec"]["replicaSpecs"].values():
+            assert spec["template"]["spec"]["imagePullSecrets"] == [{"name": "resumable-registry"}]
 
     return done(deployment, check)

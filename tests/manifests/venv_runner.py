@@ -10,7 +10,6 @@ import json
 import runpy
 import sys
 import tempfile
-import types
 from pathlib import Path
 from typing import Any, Dict
 
@@ -21,31 +20,24 @@ sys.path.insert(1, str(ROOT / "tests"))  # the test helpers, as pytest imports t
 import pulumi  # noqa: E402
 import yaml  # noqa: E402
 
+from manifests.pulumi_config import program_config  # noqa: E402
 from manifests.pulumi_mocks import (  # noqa: E402
     MOCKS,
     PROJECT,
-    project_defaults,
+    merged_config,
     pulumi_test,
-    stack_config,
-    stub_prepare_context,
+    shipped_config,
 )
 
 
 def main(stack: str) -> Dict[str, Any]:
-    scratch = tempfile.mkdtemp(prefix="resumable-venv-run.")
+    import components.image
 
-    def prepare(plan: Any, job: str, out_dir: str) -> Any:
-        return stub_prepare_context(plan, job, str(Path(scratch) / out_dir))
-
-    module = types.ModuleType("resumable.runtime.context")
-    module.prepare_context = prepare  # type: ignore[attr-defined]
-    sys.modules["resumable.runtime.context"] = module
+    scratch = Path(tempfile.mkdtemp(prefix="resumable-venv-run."))
+    components.image.CONTEXT_DIR = str(scratch / "image-context")  # the real build-context code, off the tree
     # no cluster here: the node check is tested with a fake API server in test_readiness.py
-    config = {**project_defaults(), **stack_config(ROOT / f"Pulumi.{stack}.yaml"), "checkNodes": "false"}
-    values = {
-        k if ":" in k else f"{PROJECT}:{k}": v if isinstance(v, str) else json.dumps(v) for k, v in config.items()
-    }
-    pulumi.runtime.set_all_config(values)
+    config = {**shipped_config(stack, scratch), f"{PROJECT}:checkNodes": "false"}
+    pulumi.runtime.set_all_config(program_config(merged_config(config, stack=stack)))
     summary: Dict[str, Any] = {}
 
     @pulumi_test
