@@ -237,9 +237,13 @@ class FakeNodes:
     """The API server's answer to "which nodes carry these labels" (components/readiness.py):
     ``labelled`` holds the label=value pairs present on at least one node (all on one node)."""
 
-    def __init__(self, labelled: Optional[Dict[str, str]] = None, fail: Optional[Exception] = None) -> None:
+    def __init__(
+        self, labelled: Optional[Dict[str, str]] = None, fail: Optional[Exception] = None, nodes: int = 1
+    ) -> None:
         self.labelled = labelled
         self.fail = fail
+        #: how many nodes carry the labels asked for
+        self.nodes = nodes
         self.asked: List[str] = []
 
     def counter(self, kubeconfig: Optional[str], context: Optional[str]) -> Callable[[str], int]:
@@ -249,9 +253,9 @@ class FakeNodes:
         def count(selector: str) -> int:
             self.asked.append(selector)
             if self.labelled is None:
-                return 1
+                return self.nodes
             wanted = dict(pair.split("=", 1) for pair in selector.split(","))
-            return 1 if all(self.labelled.get(k) == v for k, v in wanted.items()) else 0
+            return self.nodes if all(self.labelled.get(k) == v for k, v in wanted.items()) else 0
 
         return count
 

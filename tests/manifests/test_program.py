@@ -42,6 +42,7 @@ class Expected(NamedTuple):
     job: str  # Kind/namespace/name
     replicas: Dict[str, int]
     built: Optional[str]  # the tag pushed, None: a prebuilt reference from config
+    role: str = "all"  # stackRole: all, or workload on the ascend-a2-cluster stack
 
 
 EXPECTED: Dict[str, Expected] = {
@@ -59,6 +60,7 @@ EXPECTED: Dict[str, Expected] = {
         "AscendJob/training/llama-pretrain",
         {"Master": 1, "Worker": 3},
         "registry.example.com/ai/mindspeed-llm:2.3.0",
+        "workload",
     ),
     "mindspore-process-recovery": Expected(
         "7.3.0",
@@ -74,6 +76,7 @@ EXPECTED: Dict[str, Expected] = {
         "AscendJob/training/qwen-mindformers",
         {"Scheduler": 1, "Worker": 2},
         "registry.example.com/ai/qwen-mindformers:7.3.0",
+        "workload",
     ),
     "pytorch-pod-rescheduling": Expected(
         "7.3.0",
@@ -89,6 +92,7 @@ EXPECTED: Dict[str, Expected] = {
         "AscendJob/training/gpt-pod-level",
         {"Master": 1, "Worker": 1},
         "registry.example.com/ai/gpt-pod-level:7.3.0",
+        "workload",
     ),
     "job-level-minimal": Expected(
         "6.0.0",
@@ -125,7 +129,11 @@ CLUSTER_NAMES = {
     "job-level-minimal": "ascend",
     "legacy-6.0-pod-rescheduling": "ascend",
 }
-STACKS = [p.name[len("Pulumi.") : -len(".yaml")] for p in stack_files()]
+ALL_STACKS = [p.name[len("Pulumi.") : -len(".yaml")] for p in stack_files()]
+#: the stacks of one cluster's scheduling stack (stackRole cluster), with the profile they take it from
+CLUSTER_STACKS = {"ascend-a2-cluster": "pytorch-process-recovery"}
+#: the stacks that deploy jobs, one per example
+STACKS = [n for n in ALL_STACKS if n not in CLUSTER_STACKS]
 
 
 def test_one_stack_per_example() -> None:
@@ -133,7 +141,25 @@ def test_one_stack_per_example() -> None:
     assert sorted(STACKS) == examples
     assert sorted(EXPECTED) == examples
     for name in STACKS:
-        assert stack_config(ROOT / f"Pulumi.{name}.yaml")["ascend-resumable:profile"] == f"examples/{name}.yaml"
+        config = stack_config(ROOT / f"Pulumi.{name}.yaml")
+        assert config["ascend-resumable:profile"] == f"examples/{name}.yaml"
+        assert config.get("ascend-resumable:stackRole", "all") == EXPECTED[name].role
+
+
+def test_one_scheduling_stack_per_cluster() -> None:
+    """Stacks on one kubeconfig context: at most one installs the scheduling stack; the others are
+    workload stacks that reference it by name."""
+    by_context: Dict[str, List[str]] = {}
+    for name in ALL_STACKS:
+        by_context.setdefault(stack_config(ROOT / f"Pulumi.{name}.yaml")["ascend-resumable:context"], []).append(name)
+    for context, names in by_context.items():
+        roles = {n: stack_config(ROOT / f"Pulumi.{n}.yaml").get("ascend-resumable:stackRole", "all") for n in names}
+        installers = [n for n, role in roles.items() if role in ("all", "cluster")]
+        assert len(installers) == 1, f"context {context}: {installers} all install the scheduling stack"
+        for n, role in roles.items():
+            if role == "workload":
+                ref = stack_config(ROOT / f"Pulumi.{n}.yaml")["ascend-resumable:clusterStack"]
+                assert ref.rsplit("/", 1)[1] == installers[0], f"{n} references {ref}, not {installers[0]}"
 
 
 def test_default_providers_disabled_and_requirements_beside_the_project() -> None:
@@ -166,7 +192,8 @@ def done(deployment: Dict[str, Any], check: Any) -> Any:
     """Run ``check`` once every child of every component is registered."""
     children: List[Any] = []
     for part in ("scheduler", "storage", "jobs"):
-        children += list(deployment[part].resources.values())
+        if deployment[part] is not None:  # a workload stack has no scheduler, a cluster stack no jobs
+            children += list(deployment[part].resources.values())
     children += [i.image for i in deployment["images"].values() if i.image is not None]
     waits = [c.urn for c in children] + [i.ref for i in deployment["images"].values()]
     return pulumi.Output.all(*waits).apply(check)
@@ -196,12 +223,23 @@ def test_resource_graph(program: Any, name: str) -> Any:
         for r in registered():
             by_type[r.type] = by_type.get(r.type, 0) + 1
         assert by_type["pulumi:providers:kubernetes"] == 2  # the default one and the one that upserts
-        assert by_type["ascend-resumable:stack:MindClusterScheduler"] == 1
+        assert by_type.get("ascend-resumable:stack:MindClusterScheduler", 0) == (1 if exp.role == "all" else 0)
         assert by_type["ascend-resumable:stack:SharedStorage"] == 1
         assert by_type["ascend-resumable:stack:TrainingJobs"] == 1
         assert by_type["ascend-resumable:stack:RuntimeImage"] == 1
         assert by_type.get("docker-build:index:Image", 0) == (1 if exp.built else 0)
         created_ns = keys("Namespace") - {"mindx-dl", "cluster-system", "volcano-system", "npu-exporter"}
+        if exp.role == "workload":  # nothing cluster-wide: no CRD, no scheduler, no agent
+            assert {r.inputs["kind"] for r in kubernetes_objects()} <= {
+                "Namespace",
+                "PersistentVolume",
+                "PersistentVolumeClaim",
+                "ConfigMap",
+                "AscendJob",
+                "Job",
+                "Secret",
+            }
+            assert created_ns == exp.namespaces
         assert created_ns - {"volcano-monitoring"} == exp.namespaces
         assert keys("PersistentVolume") == exp.volumes
         assert keys("PersistentVolumeClaim") == exp.claims
@@ -240,10 +278,8 @@ def test_wiring_provider_parents_dependencies_retain(program: Any, name: str) ->
         objs = {r.key: r for r in kubernetes_objects()}
         job = next(r for r in kubernetes_objects() if r.inputs["kind"] in ("AscendJob", "Job"))
         waits = set(job.request.dependencies)
-        for needed in (
-            "CustomResourceDefinition/ascendjobs.mindxdl.gitee.com",
-            "Deployment/mindx-dl/ascend-operator-manager",
-        ):
+        needs = ("CustomResourceDefinition/ascendjobs.mindxdl.gitee.com", "Deployment/mindx-dl/ascend-operator-manager")
+        for needed in needs if EXPECTED[name].role == "all" else ():
             assert objs[needed].urn in waits, f"{job.key} does not wait for {needed}"
         for claim in keys("PersistentVolumeClaim"):
             assert objs["PersistentVolumeClaim/" + claim].urn in waits, f"{job.key} does not wait for {claim}"
