@@ -75,6 +75,11 @@ def check_stack(cfg: StackConfig, plan: Plan) -> None:
             "stack config clusterStack: only a workload stack references a cluster stack. "
             "Set stackRole workload, or remove clusterStack."
         )
+    if cfg.crd_sources and cfg.role == "workload":
+        problems.append(
+            "stack config crdSources: a workload stack deploys no CRD (its cluster stack does). "
+            "Set crdSources on the cluster stack, or remove it here."
+        )
     unknown = sorted(set(cfg.images) - {j.name for j in plan.jobs})
     if unknown:
         problems.append(

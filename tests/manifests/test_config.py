@@ -36,7 +36,12 @@ def refused_by_cli(config: Dict[str, Any], pattern: str) -> None:
 
 
 def base(tmp_path: Path, **changes: Any) -> Dict[str, Any]:
-    config = shipped_config(STACK, tmp_path)
+    # the stack as one that installs the scheduling stack too (it is a workload stack as shipped)
+    config = {
+        **shipped_config(STACK, tmp_path),
+        "ascend-resumable:stackRole": "all",
+        "ascend-resumable:clusterStack": "",
+    }
     for key, value in changes.items():
         full = f"ascend-resumable:{key}"
         if value is None:
@@ -103,6 +108,10 @@ def test_every_problem_in_one_error(monkeypatch: Any, tmp_path: Path) -> None:
         ({"registryUsername": "robot"}, r"stack config registryPassword: is not set but registryUsername is"),
         ({"registryPassword": "t0ken"}, r"stack config registryUsername: is not set but registryPassword is"),
         ({"pushImages": False}, r"stack config pushImages: false leaves job llama-pretrain on an image no node"),
+        (
+            {"stackRole": "workload", "crdSources": ["ascend-operator.yaml"]},
+            r"stack config crdSources: a workload stack deploys no CRD",
+        ),
     ],
 )
 def test_bad_stack_config(monkeypatch: Any, tmp_path: Path, changes: Dict[str, Any], pattern: str) -> None:
