@@ -1,4 +1,4 @@
-"""One Pulumi mock runtime for every Pulumi test module (set once, before ``components`` is
+"""One Pulumi mock runtime for every Pulumi test module (set once, before ``resumable_pulumi`` is
 imported).
 
 The monitor records every RegisterResource request as the engine would receive it (parent,
@@ -234,7 +234,7 @@ def example_profile(name: str, tmp_path: Path) -> Path:
 
 
 class FakeNodes:
-    """The API server's answer to "which nodes carry these labels" (components/readiness.py):
+    """The API server's answer to "which nodes carry these labels" (resumable_pulumi/readiness.py):
     ``labelled`` holds the label=value pairs present on at least one node (all on one node)."""
 
     def __init__(
@@ -264,12 +264,12 @@ def install_program(monkeypatch: Any, tmp_path: Path, nodes: Optional[FakeNodes]
     """Run the program from the project directory (as Pulumi does) with the real build-context code
     writing under ``tmp_path`` and the node check answered by ``nodes`` (default: every label is on
     some node), never by a real cluster."""
-    import components.image
-    import components.readiness
+    import resumable_pulumi.image
+    import resumable_pulumi.readiness
 
     nodes = nodes or FakeNodes()
-    monkeypatch.setattr(components.readiness, "cluster_node_counter", nodes.counter)
-    monkeypatch.setattr(components.image, "CONTEXT_DIR", str(tmp_path / "image-context"))
+    monkeypatch.setattr(resumable_pulumi.readiness, "cluster_node_counter", nodes.counter)
+    monkeypatch.setattr(resumable_pulumi.image, "CONTEXT_DIR", str(tmp_path / "image-context"))
     monkeypatch.chdir(ROOT)
     return nodes
 

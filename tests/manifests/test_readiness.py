@@ -9,8 +9,8 @@ from typing import Any, Dict
 import pulumi
 import pytest
 
-from components.readiness import check_nodes, selector
 from resumable.api import load_plan
+from resumable_pulumi.readiness import check_nodes, selector
 
 from .pulumi_mocks import MOCKS, ROOT, FakeNodes, install_program, reset, run_program, shipped_config
 
@@ -93,7 +93,7 @@ def test_kubeconfig_contents_reach_the_client(monkeypatch: Any, tmp_path: Path) 
         raise RuntimeError("stop here")
 
     monkeypatch.setattr(kubernetes.config, "new_client_from_config", fake)
-    from components.readiness import cluster_node_counter
+    from resumable_pulumi.readiness import cluster_node_counter
 
     with pytest.raises(RuntimeError, match="stop here"):
         cluster_node_counter("apiVersion: v1\nkind: Config\n", "ctx")

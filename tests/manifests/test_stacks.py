@@ -167,7 +167,7 @@ def test_config_maps_mindcluster_writes_are_left_to_it(env: Path) -> None:
 
 
 def test_daemonsets_wait_longer_on_more_nodes(monkeypatch: Any, tmp_path: Path) -> None:
-    from components.program import DAEMONSET_SECONDS_PER_NODE
+    from resumable_pulumi.program import DAEMONSET_SECONDS_PER_NODE
 
     from .pulumi_mocks import FakeNodes
 

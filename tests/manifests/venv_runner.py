@@ -31,10 +31,10 @@ from manifests.pulumi_mocks import (  # noqa: E402
 
 
 def main(stack: str) -> Dict[str, Any]:
-    import components.image
+    import resumable_pulumi.image
 
     scratch = Path(tempfile.mkdtemp(prefix="resumable-venv-run."))
-    components.image.CONTEXT_DIR = str(scratch / "image-context")  # the real build-context code, off the tree
+    resumable_pulumi.image.CONTEXT_DIR = str(scratch / "image-context")  # the real build-context code, off the tree
     # no cluster here: the node check is tested with a fake API server in test_readiness.py
     config = {**shipped_config(stack, scratch), f"{PROJECT}:checkNodes": "false"}
     pulumi.runtime.set_all_config(program_config(merged_config(config, stack=stack)))

@@ -4,7 +4,7 @@ Objects from :func:`resumable.manifests.storage.objects` and
 :func:`resumable.manifests.deployment.workload_namespaces` (what ``resumable render`` writes).
 Claims, volumes and namespaces are ``retain_on_delete``: ``pulumi destroy`` never takes the compile
 cache or the checkpoints with it (docs/pulumi.md says how to remove them on purpose). The program
-hands this component the provider that upserts (components/program.py ``providers``): a job removed
+hands this component the provider that upserts (resumable_pulumi/program.py ``providers``): a job removed
 and added back, or a stack destroyed and brought up again, finds its kept claim and volume and takes
 them over instead of failing with AlreadyExists; they are replaced delete-before-create, so an
 upsert is never followed by a delete of the object it took over. Every name comes from the job and

@@ -2,7 +2,7 @@
 
 Volcano, the Ascend Operator and ClusterD are Deployments pinned to ``masterselector`` nodes
 (INST01 Table 1); on a cluster where no node carries that label their pods never schedule, Pulumi
-waits for them (bounded by ``readyTimeout``, see components/scheduler.py) and skips every later
+waits for them (bounded by ``readyTimeout``, see resumable_pulumi/scheduler.py) and skips every later
 stage. Before anything is registered, the program asks the API server which nodes carry the
 labels the plan names: no management node is an error that stops the preview at once; no compute
 node is a warning (the agents and jobs have nowhere to run yet, but the stack itself deploys).

@@ -37,11 +37,11 @@ class StackConfig:
     push_images: bool
     ready_timeout: int
     retain_on_delete: bool
-    #: ask the API server for labelled nodes before deploying (components/readiness.py)
+    #: ask the API server for labelled nodes before deploying (resumable_pulumi/readiness.py)
     check_nodes: bool
     #: the kubeconfig (path or contents) as plain text, for the node check only
     kubeconfig_text: Optional[str]
-    #: all | cluster | workload (components/program.py)
+    #: all | cluster | workload (resumable_pulumi/program.py)
     role: str = "all"
     #: the cluster stack a workload stack runs on (``org/project/stack``); None: adopt the cluster
     cluster_stack: Optional[str] = None
