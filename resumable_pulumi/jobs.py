@@ -24,7 +24,7 @@ from resumable.constants import RESET_CONFIG_PREFIX, RINGS_CONFIG_PREFIX
 from resumable.manifests.deployment import job_objects
 from resumable.plan.model import Plan
 
-from .kinds import create, logical_name, object_key
+from .kinds import create, logical_name, object_key, pull_secret
 
 TYPE_TOKEN = "ascend-resumable:stack:TrainingJobs"
 #: ConfigMaps whose ``data`` MindCluster owns once the job runs
@@ -135,13 +135,7 @@ class TrainingJobs(pulumi.ComponentResource):
             return {}
         out: Dict[str, List[pulumi.Resource]] = {}
         for namespace in sorted({j.namespace for j in args.plan.jobs}):
-            obj = {
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "metadata": {"name": args.pull_secret["name"], "namespace": namespace},
-                "type": "kubernetes.io/dockerconfigjson",
-                "stringData": {".dockerconfigjson": pulumi.Output.secret(args.pull_secret["content"])},
-            }
+            obj = pull_secret(args.pull_secret["name"], namespace, args.pull_secret["content"])
             key = object_key(obj)
             options = pulumi.ResourceOptions(parent=self)
             self.resources[key] = create(logical_name(name, key), obj, options)

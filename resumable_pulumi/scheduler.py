@@ -39,7 +39,7 @@ from resumable.manifests.device_plugin import names as device_plugin_names
 from resumable.manifests.traits import traits
 from resumable.plan.model import SchedulerPlan
 
-from .kinds import create, logical_name, object_key
+from .kinds import create, logical_name, object_key, pull_secret
 
 TYPE_TOKEN = "ascend-resumable:stack:MindClusterScheduler"
 #: Namespaces whose pods pull MindCluster/Volcano images (pull secrets are created in each).
@@ -189,21 +189,17 @@ class MindClusterScheduler(pulumi.ComponentResource):
         return resource
 
     def _pull_secrets(self, args: MindClusterSchedulerArgs, namespaces: List[pulumi.Resource]) -> List[pulumi.Resource]:
+        content = args.docker_config_json
+        if content is None:
+            return []
         if not args.scheduler.image_pull_secrets:
             raise pulumi.RunError(
                 f"MindClusterScheduler {self.name}: docker_config_json is set but the plan has no "
                 "image_pull_secrets; name the secret in scheduler.image_pull_secrets"
             )
         secret_name = args.scheduler.image_pull_secrets[0]
-        content = pulumi.Output.secret(args.docker_config_json)
         out: List[pulumi.Resource] = []
         for namespace in POD_NAMESPACES:
-            obj = {
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "metadata": {"name": secret_name, "namespace": namespace},
-                "type": "kubernetes.io/dockerconfigjson",
-                "stringData": {".dockerconfigjson": content},
-            }
+            obj = pull_secret(secret_name, namespace, content)
             out.append(self._create(obj, namespaces))
         return out
