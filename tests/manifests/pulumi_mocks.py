@@ -221,12 +221,12 @@ def example_profile(name: str, tmp_path: Path) -> Path:
     doc = yaml.safe_load((ROOT / "examples" / f"{name}.yaml").read_text(encoding="utf-8"))
     target = tmp_path / "profiles" / f"{name}.yaml"
     for job in doc.get("jobs") or []:
-        for wheel, entry in ((job.get("image") or {}).get("wheels") or {}).items():
+        for entry in ((job.get("image") or {}).get("wheels") or {}).values():
             if "file" not in entry:
                 continue
             path = target.parent / entry["file"]
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(f"test wheel {wheel} of {job['name']}\n".encode())
+            path.write_bytes(f"test wheel {path.name}\n".encode())  # one content per file name: profiles share files
             entry["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")

@@ -155,15 +155,25 @@ def test_without_upsert_a_kept_claim_blocks_the_job_coming_back(env: Path) -> No
 def test_config_maps_mindcluster_writes_are_left_to_it(env: Path) -> None:
     """reset-config-<job> (the device plugin's) and rings-config-<job> (the Volcano plugin's
     RankTable): created once, their data never reset by a later up."""
-    seen = 0
-    for name in ["legacy-6.0-pod-rescheduling", *A2_WORKLOADS]:
-        for r in registrations(shipped_config(name, env)):
+    seen = set()
+    configs = [shipped_config(name, env) for name in ["legacy-6.0-pod-rescheduling", *A2_WORKLOADS]]
+    # and a Volcano Job, whose RankTable the Volcano plugin writes into rings-config-<job>
+    minimal = shipped_config("job-level-minimal", env)
+    doc = yaml.safe_load(Path(minimal[f"{PROJECT}:profile"]).read_text())
+    doc["jobs"][0]["kind"] = "vcjob"
+    doc["jobs"][0]["recovery"]["backoff_limit"] = 5
+    vcjob = Path(minimal[f"{PROJECT}:profile"]).with_name("vcjob.yaml")
+    vcjob.write_text(yaml.safe_dump(doc, sort_keys=False))
+    configs.append({**minimal, f"{PROJECT}:profile": str(vcjob)})
+    for config in configs:
+        for r in registrations(config):
             if r.type.startswith("kubernetes:") and r.inputs.get("kind") == "ConfigMap":
                 meta = r.inputs["metadata"]["name"]
                 runtime = meta.startswith(("reset-config-", "rings-config-"))
                 assert list(r.request.ignoreChanges) == (["data"] if runtime else []), r.key
-                seen += runtime
-    assert seen, "no stack has a ConfigMap MindCluster writes"
+                if runtime:
+                    seen.add(meta.split("-config-")[0])
+    assert "rings" in seen, "no Volcano Job's RankTable ConfigMap was registered"
 
 
 def test_daemonsets_wait_longer_on_more_nodes(monkeypatch: Any, tmp_path: Path) -> None:
