@@ -13,9 +13,12 @@ Lifecycle decisions (docs/pulumi.md):
 - Objects upstream only renamed between releases (the device plugin's ``-910`` suffix dropped in
   26.1) carry an alias to their old name, so an upgrade replaces them in the same URN; the
   DaemonSet is replaced delete-before-create, so no node runs two device plugins.
-- Deployments and DaemonSets wait at most ``ready_timeout`` seconds for readiness, so a cluster
-  whose nodes are not labelled or whose images are not loaded fails in minutes, not after the
-  provider's 10-minute default, with the provider's message naming the unschedulable pods.
+- Deployments wait at most ``ready_timeout`` seconds for readiness and DaemonSets
+  ``daemonset_timeout`` (their rollout visits every node), so a cluster whose nodes are not
+  labelled or whose images are not loaded fails in minutes, not after the provider's 10-minute
+  default, with the provider's message naming the unschedulable pods.
+- With ``adopt_provider``, namespaces and CRDs go through the provider that upserts and are
+  replaced delete-before-create (resumable_pulumi/program.py ``providers``).
 """
 
 from __future__ import annotations
