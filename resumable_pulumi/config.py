@@ -7,16 +7,11 @@ resource is registered, so ``pulumi preview`` fails with it instead of a stack t
 from __future__ import annotations
 
 import dataclasses
-import re
 from typing import Any, Dict, List, Optional
 
 import pulumi
 
-#: the references Docker accepts: [registry[:port]/]path[:tag][@sha256:digest]
-_REFERENCE = re.compile(
-    r"\A(?:[a-z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:[._/-][a-z0-9]+)*(?::[\w][\w.-]{0,127})?(?:@sha256:[0-9a-f]{64})?\Z"
-)
-_REGISTRY = re.compile(r"\A[a-z0-9.-]+(?::[0-9]+)?(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*\Z")
+from resumable.formats import IMAGE, REGISTRY, problem
 
 DEFAULT_READY_TIMEOUT = 180
 
@@ -103,14 +98,15 @@ def read_config(config: pulumi.Config) -> StackConfig:
             "images", "must map job names to image references", "Use `pulumi config set --path images.JOB REF`."
         )
         images = {}
+    # the profile's own formats (resumable/formats.py), so config and profile accept the same references
     for job, ref in images.items():
-        if not _REFERENCE.match(ref):
-            problems.add(
-                f"images.{job}", f"{ref!r} is not an image reference", "Write registry/name:tag or name@sha256:..."
-            )
+        wrong = problem(IMAGE, ref)
+        if wrong:
+            problems.add(f"images.{job}", wrong, "Write registry/name:tag or name@sha256:...")
     registry = _unset(config.get("imageRegistry"))
-    if registry is not None and not _REGISTRY.match(registry):
-        problems.add("imageRegistry", f"{registry!r} is not a registry prefix", "Write e.g. registry.example.com/ai.")
+    wrong = problem(REGISTRY, registry) if registry is not None else None
+    if wrong:
+        problems.add("imageRegistry", wrong, "Write e.g. registry.example.com/ai.")
     timeout = problems.typed(config, "readyTimeout", "get_int", "an integer") or DEFAULT_READY_TIMEOUT
     if not 10 <= timeout <= 3600:
         problems.add("readyTimeout", f"{timeout} is outside 10..3600 seconds", "Choose a wait between 10 s and 1 h.")
