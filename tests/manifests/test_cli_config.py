@@ -6,6 +6,7 @@ without a default causes (issue 15: every stack stopped with "missing configurat
 
 from __future__ import annotations
 
+import json
 from typing import Any, Dict
 
 import pytest
@@ -22,7 +23,7 @@ def test_every_stack_passes_the_cli_merge(name: str) -> None:
     merged = program_config(merge(name, project(), stack_config(ROOT / f"Pulumi.{name}.yaml")))
     # the stack's own values win, the rest are Pulumi.yaml's defaults, as strings for the program
     for key, value in stack_config(ROOT / f"Pulumi.{name}.yaml").items():
-        assert merged[key] == (value if isinstance(value, str) else merged[key])
+        assert merged[key] == (value if isinstance(value, str) else json.dumps(value)), key
     assert merged["pulumi:disable-default-providers"] == '["kubernetes"]'
     assert merged[f"{PROJECT}:readyTimeout"] in (
         "180",
