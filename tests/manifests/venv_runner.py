@@ -43,7 +43,8 @@ def main(stack: str) -> Dict[str, Any]:
     @pulumi_test
     def run() -> Any:
         deployment = runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")["deployment"]
-        children = [r for part in ("scheduler", "storage", "jobs") for r in deployment[part].resources.values()]
+        parts = [deployment[p] for p in ("scheduler", "storage", "jobs") if deployment[p] is not None]
+        children = [r for part in parts for r in part.resources.values()]
 
         def record(_: Any) -> None:
             types_: Dict[str, int] = {}
@@ -52,7 +53,8 @@ def main(stack: str) -> Dict[str, Any]:
             summary["types"] = types_
             summary["modules"] = {
                 name: getattr(sys.modules[name], "__file__", "")
-                for name in ("pulumi", "pulumi_kubernetes", "pulumi_docker_build", "resumable")
+                for name in ("pulumi", "pulumi_kubernetes", "pulumi_docker_build", "resumable", "resumable_pulumi")
+                if name in sys.modules  # a cluster stack builds no image: pulumi_docker_build stays unloaded
             }
 
         return pulumi.Output.all(*[c.urn for c in children]).apply(record)
