@@ -31,6 +31,14 @@ ContextFactory = Callable[[Plan, str, str], Any]
 CONTEXT_DIR = os.path.join("build", "image-context")
 
 
+def cache_ref(tag: str) -> str:
+    """The registry build cache beside a tag: ``<repository>:buildcache`` (tag and digest dropped)."""
+    name = tag.split("@", 1)[0]
+    head, _, last = name.rpartition("/")
+    repo = (head + "/" if head else "") + last.split(":", 1)[0]
+    return f"{repo}:buildcache"
+
+
 def default_context_factory() -> ContextFactory:
     """``resumable.runtime.context.prepare_context``, imported only when a build is needed."""
     from resumable.runtime.context import prepare_context
@@ -107,6 +115,15 @@ class RuntimeImage(pulumi.ComponentResource):
                 )
             )
         platform = PLATFORMS[args.plan.scheduler.arch]
+        # a pushed image keeps its layers in the registry (mode max: every stage), so the next build
+        # (another build host, a CI runner) reuses them instead of rebuilding from the base
+        cache = cache_ref(args.tags[0])
+        cache_from = [docker_build.CacheFromArgs(registry=docker_build.CacheFromRegistryArgs(ref=cache))]
+        cache_to = [
+            docker_build.CacheToArgs(
+                registry=docker_build.CacheToRegistryArgs(ref=cache, mode=docker_build.CacheMode.MAX)
+            )
+        ]
         self.image = docker_build.Image(
             f"{name}-image",
             context=docker_build.BuildContextArgs(location=ctx.path),
@@ -117,6 +134,8 @@ class RuntimeImage(pulumi.ComponentResource):
             push=args.push,
             registries=registries or None,
             build_on_preview=args.build_on_preview,
+            cache_from=cache_from if args.push else None,
+            cache_to=cache_to if args.push else None,
             # a destroy leaves the pushed image in the registry: a job elsewhere may still run it
             opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True),
         )

@@ -196,10 +196,23 @@ def test_images_are_kept_on_destroy_and_built_only_on_up(env: Path) -> None:
     (image,) = [r for r in registrations(config) if r.type == "docker-build:index:Image"]
     assert image.request.retainOnDelete is True
     assert image.inputs["buildOnPreview"] is False
+    # the layers are cached in the registry beside the pushed tag (registry.example.com/ai/gpt-pod-level:7.3.0)
+    cache = "registry.example.com/ai/gpt-pod-level:buildcache"
+    assert image.inputs["cacheFrom"] == [{"registry": {"ref": cache}}]
+    (to,) = [c["registry"] for c in image.inputs["cacheTo"]]
+    assert (to["ref"], to["mode"]) == (cache, "max")
     (image,) = [
         r for r in registrations({**config, f"{PROJECT}:buildOnPreview": True}) if r.type == "docker-build:index:Image"
     ]
     assert image.inputs["buildOnPreview"] is True
+
+
+def test_build_cache_reference() -> None:
+    from resumable_pulumi.image import cache_ref
+
+    assert cache_ref("localhost:5000/ai/train:1.0") == "localhost:5000/ai/train:buildcache"
+    assert cache_ref("registry.example.com/ai/train") == "registry.example.com/ai/train:buildcache"
+    assert cache_ref("train:2@sha256:" + "0" * 64) == "train:buildcache"
 
 
 def test_outputs_come_from_the_created_objects(env: Path) -> None:
