@@ -26,6 +26,9 @@ from typing import Dict, Iterator, List, NamedTuple, Optional
 import pytest
 
 import resumable
+from resumable.api import load_plan
+from resumable.errors import ResumableError
+from resumable.runtime import context
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE = ROOT / "images" / "runtime" / "Dockerfile"
@@ -223,3 +226,13 @@ def test_launch_dry_run_from_the_wheel(installed: Installed) -> None:
     assert Path(hook) == _site_packages(installed) / "resumable" / "runtime" / "startup"
     assert (Path(hook) / "sitecustomize.py").is_file()
     assert not logs.exists()  # a dry run starts nothing and writes nothing
+
+
+def test_a_package_without_its_recipe_says_how_to_get_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(context, "DOCKERFILE", str(tmp_path / "gone" / "Dockerfile"))
+    with pytest.raises(ResumableError) as caught:
+        context.prepare_context(load_plan(str(_profile(tmp_path))), None, str(tmp_path / "ctx"))
+    message = str(caught.value)
+    assert "package data of the ascend-resumable distribution" in message
+    assert "pip install --force-reinstall ascend-resumable" in message
+    assert not (tmp_path / "ctx").exists()
