@@ -9,8 +9,8 @@ image's digest, or a configured reference.
   fault/recovery state; ``rings-config-<job>``: the Volcano plugin's RankTable) are created with
   their initial content and their ``data`` is then theirs (``ignore_changes``): a refresh followed
   by an ``up`` never resets them under a running job.
-- With a registry login, a ``kubernetes.io/dockerconfigjson`` Secret is created in each job
-  namespace and every training pod names it in ``imagePullSecrets``.
+- With a registry login, a ``kubernetes.io/dockerconfigjson`` Secret ``<job>-registry`` is created
+  beside each job and its training pods name it in ``imagePullSecrets``.
 """
 
 from __future__ import annotations
@@ -46,6 +46,11 @@ def substitute(node: Any, value: Any) -> Any:
     return node
 
 
+def pull_secret_name(job: str) -> str:
+    """The registry Secret a job's pods pull with (one per job, so stacks never share it)."""
+    return f"{job}-registry"
+
+
 def runtime_written(obj: Dict[str, Any]) -> bool:
     return obj["kind"] == "ConfigMap" and str(obj["metadata"]["name"]).startswith(RUNTIME_WRITTEN)
 
@@ -78,8 +83,8 @@ class TrainingJobsArgs:
     after: List[pulumi.Resource] = dataclasses.field(default_factory=list)
     #: the claims each job mounts, by job name (the job waits for its own only)
     claims: Dict[str, List[pulumi.Resource]] = dataclasses.field(default_factory=dict)
-    #: ``{"name": secret name, "content": .dockerconfigjson}`` when the registry needs a login
-    pull_secret: Optional[Dict[str, Any]] = None
+    #: the ``.dockerconfigjson`` the training pods pull with, when the registry needs a login
+    pull_secret: Optional[pulumi.Input[str]] = None
 
 
 class TrainingJobs(pulumi.ComponentResource):
@@ -101,12 +106,12 @@ class TrainingJobs(pulumi.ComponentResource):
             for obj in objects:
                 key = object_key(obj)
                 if obj["kind"] != "ConfigMap" and args.pull_secret is not None:
-                    obj = with_pull_secret(obj, args.pull_secret["name"])
+                    obj = with_pull_secret(obj, pull_secret_name(job.name))
                 # the pods mount the ConfigMaps at start: create them before the job
                 if obj["kind"] == "ConfigMap":
                     depends: List[pulumi.Resource] = []
                 else:
-                    depends = [*config_maps, *args.claims.get(job.name, []), *secrets.get(job.namespace, [])]
+                    depends = [*config_maps, *args.claims.get(job.name, []), *secrets.get(job.name, [])]
                 options = pulumi.ResourceOptions(
                     parent=self,
                     depends_on=[*args.after, *depends],
@@ -131,14 +136,16 @@ class TrainingJobs(pulumi.ComponentResource):
         self.register_outputs({"jobs": self.jobs})
 
     def _pull_secrets(self, name: str, args: TrainingJobsArgs) -> Dict[str, List[pulumi.Resource]]:
+        """One Secret per job (``<job>-registry`` in its namespace): job stacks sharing a namespace
+        never create the same object."""
         if args.pull_secret is None:
             return {}
         out: Dict[str, List[pulumi.Resource]] = {}
-        for namespace in sorted({j.namespace for j in args.plan.jobs}):
-            obj = pull_secret(args.pull_secret["name"], namespace, args.pull_secret["content"])
+        for job in args.plan.jobs:
+            obj = pull_secret(pull_secret_name(job.name), job.namespace, args.pull_secret)
             key = object_key(obj)
             options = pulumi.ResourceOptions(parent=self)
             self.resources[key] = create(logical_name(name, key), obj, options)
             self.child_options[key] = options
-            out[namespace] = [self.resources[key]]
+            out[job.name] = [self.resources[key]]
         return out

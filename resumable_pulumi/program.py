@@ -15,6 +15,8 @@ resource is registered.
 
 from __future__ import annotations
 
+import base64
+import json
 from typing import Any, Dict, List, Optional
 
 import pulumi
@@ -248,30 +250,26 @@ def deploy(config: Optional[pulumi.Config] = None) -> Dict[str, Any]:
     return out
 
 
-def pull_secret(cfg: StackConfig, plan: Plan) -> Optional[Dict[str, Any]]:
-    """The registry login the training pods pull with, when the registry needs one: the Secret's
-    name (the plan's first image_pull_secrets entry, else ``resumable-registry``) and its
-    ``.dockerconfigjson`` (config dockerConfigJson, else built from registryUsername/Password)."""
-    if cfg.docker_config_json is None and not cfg.registry_username:
-        return None
-    name = plan.scheduler.image_pull_secrets[0] if plan.scheduler.image_pull_secrets else "resumable-registry"
+def pull_secret(cfg: StackConfig, plan: Plan) -> Optional[pulumi.Output[str]]:
+    """The ``.dockerconfigjson`` the training pods pull with, when the registry needs a login:
+    config dockerConfigJson, else one built from registryUsername/registryPassword for the
+    registries of the jobs' images."""
     if cfg.docker_config_json is not None:
-        return {"name": name, "content": cfg.docker_config_json}
+        return cfg.docker_config_json
+    if not cfg.registry_username:
+        return None
     registries = sorted(
-        {registry_address(t) for j in plan.jobs for t in ([cfg.images[j.name]] if j.name in cfg.images else [])}
+        {registry_address(cfg.images[j.name]) for j in plan.jobs if j.name in cfg.images}
         | {registry_address(t) for j in built_jobs(cfg, plan) for t in image_tags(cfg, plan, j)}
     )
-    user = cfg.registry_username or ""
+    user = cfg.registry_username
 
     def content(password: str) -> str:
-        import base64
-        import json
-
         token = base64.b64encode(f"{user}:{password}".encode()).decode()
         return json.dumps({"auths": {r: {"username": user, "password": password, "auth": token} for r in registries}})
 
     password = pulumi.Output.from_input(cfg.registry_password or "")
-    return {"name": name, "content": pulumi.Output.secret(password.apply(content))}
+    return pulumi.Output.secret(password.apply(content))
 
 
 __all__ = ["ROLES", "check_stack", "daemonset_timeout", "deploy", "image_tags", "registry_address"]

@@ -7,6 +7,7 @@ kind and replicas, and whether the image is built (and pushed where) or taken fr
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Dict, List, NamedTuple, Optional, Set
 
@@ -374,11 +375,21 @@ def test_secrets_stay_secret(program: Any) -> Any:
         (registry,) = registries["value"]
         assert registry["address"] == "registry.example.com" and registry["username"] == "robot-ascend"
         # the training pods pull with the same login, from a Secret whose content stays secret
-        secret = next(r for r in kubernetes_objects() if r.key == "Secret/training/resumable-registry")
+        secret = next(r for r in kubernetes_objects() if r.key == "Secret/training/qwen-mindformers-registry")
         assert SECRET_SIG in str(secret.inputs["stringData"])
         job = next(r for r in kubernetes_objects() if r.inputs["kind"] == "AscendJob")
         assert secret.urn in job.request.dependencies
         for spec in job.inputs["spec"]["replicaSpecs"].values():
-            assert spec["template"]["spec"]["imagePullSecrets"] == [{"name": "resumable-registry"}]
+            assert spec["template"]["spec"]["imagePullSecrets"] == [{"name": "qwen-mindformers-registry"}]
+        # the login is for the registry the image is pushed to and pulled from
+        content = secret.inputs["stringData"]["value"]  # a secret on the wire: {SECRET_SIG: ..., "value": ...}
+        auths = json.loads(content[".dockerconfigjson"])["auths"]
+        assert auths == {
+            "registry.example.com": {
+                "username": "robot-ascend",
+                "password": "hunter2",
+                "auth": "cm9ib3QtYXNjZW5kOmh1bnRlcjI=",
+            }
+        }
 
     return done(deployment, check)

@@ -72,6 +72,21 @@ def test_one_cluster_stack_and_three_job_stacks_share_a_cluster(env: Path) -> No
         assert any(k.startswith("AscendJob/training/") and cluster.managers(k) == [name] for k in cluster.objects)
 
 
+def test_job_stacks_with_a_registry_login_share_a_namespace(env: Path) -> None:
+    """Each job's pods pull with a Secret of its own (<job>-registry), so job stacks in one namespace
+    never create the same Secret."""
+    cluster = Cluster()
+    login = {f"{PROJECT}:registryUsername": "robot", f"{PROJECT}:registryPassword": "t0ken"}
+    for name in A2_WORKLOADS:
+        cluster.up(name, registrations({**shipped_config(name, env), **login}))
+    secrets = sorted(k for k in cluster.objects if k.startswith("Secret/"))
+    assert secrets == [
+        "Secret/training/gpt-pod-level-registry",
+        "Secret/training/llama-pretrain-registry",
+        "Secret/training/qwen-mindformers-registry",
+    ]
+
+
 def test_the_old_shape_every_stack_installs_the_cluster_fails(env: Path) -> None:
     """What the shipped stacks did before: each installs the whole scheduling stack."""
     cluster = Cluster()
