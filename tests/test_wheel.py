@@ -132,9 +132,24 @@ def test_the_wheel_holds_the_files_read_at_run_time(installed: Installed) -> Non
     assert meta["Version"] == resumable.__version__
     assert "License :: OSI Approved :: Apache Software License" in meta.get_all("Classifier", [])
     assert any(url.startswith("Source, ") for url in meta.get_all("Project-URL", []))
-    assert meta.get_all("Requires-Dist") == ["PyYAML>=5.1"]
-    # the test suite and the image sources stay out (components/ may join: issue 15)
+    # PyYAML is the only requirement; the extra [pulumi] adds the Pulumi components' own (issue 15)
+    assert [r for r in meta.get_all("Requires-Dist", []) if "extra ==" not in r] == ["PyYAML>=5.1"]
+    # the test suite and the image sources stay out (resumable_pulumi/, the components, is in: issue 15)
     assert not any(n.startswith(("tests/", "images/", "roles/", "examples/")) for n in names)
+
+
+def test_the_wheel_carries_the_pulumi_components(installed: Installed) -> None:
+    """The components under their own package name, for a Pulumi program of the user's own (issue 15)."""
+    with zipfile.ZipFile(installed.wheel) as z:
+        names = set(z.namelist())
+        (meta_name,) = (n for n in names if n.endswith(".dist-info/METADATA"))
+        meta = email.message_from_string(z.read(meta_name).decode())
+    modules = {p.name for p in (ROOT / "resumable_pulumi").glob("*.py")}
+    assert {f"resumable_pulumi/{n}" for n in modules} | {"resumable_pulumi/py.typed"} <= names
+    assert "pulumi" in meta.get_all("Provides-Extra", [])
+    assert 'pulumi-kubernetes>=4.29; python_version >= "3.10" and extra == "pulumi"' in meta.get_all(
+        "Requires-Dist", []
+    )
 
 
 def test_the_venv_imports_the_installed_package_only(installed: Installed) -> None:
@@ -164,7 +179,8 @@ def test_the_venv_imports_the_installed_package_only(installed: Installed) -> No
 def _profile(work: Path) -> Path:
     """examples/pytorch-process-recovery.yaml with a base image and vendor wheel files of its own."""
     text = (ROOT / "examples" / "pytorch-process-recovery.yaml").read_text()
-    text = text.replace("      framework: pytorch\n", "      base: localhost/base:1\n      framework: pytorch\n", 1)
+    # the example names an example registry's base image (issue 15): a local one here
+    text = re.sub(r"(?m)^      base: .*$", "      base: localhost/base:1", text, count=1)
     (work / "wheels").mkdir(exist_ok=True)
     for name in ("taskd-7.3.0-py3-none-linux_aarch64.whl", "mindio_ttp-7.3.0-py3-none-linux_aarch64.whl"):
         data = ("stand-in for %s\n" % name).encode()
