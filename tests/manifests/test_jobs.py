@@ -114,7 +114,14 @@ def test_rendered_job_validates_against_the_upstream_crd(example: str, tmp_path:
 def test_process_recovery_mounts_the_shared_cache_everywhere(example: str, tmp_path: Path) -> None:
     """Seed 恢复时间优化 表10: the compile cache on shared storage at ASCEND_CACHE_PATH on every pod,
     ASCEND_MAX_OP_CACHE_SIZE=-1; RT04: taskd-port 9601 on every pod, ttp-port with dump; RT01:
-    the reset-config ConfigMap mounted at /user/restore/reset/config."""
+    the reset-config ConfigMap exists (the device plugin only updates it:
+    MC:component/ascend-device-plugin/pkg/kubeclient/client_server.go WriteResetInfoDataIntoCM) and
+    the pods mount the host directory the device plugin copies its reset.json into
+    (pkg/common/file_manager.go GenResetDirName, pkg/device/ascendtolerance.go writeCMToFile), read-only
+    at /user/restore/reset/config, as every upstream sample does
+    (MCD:.../fault-tolerance/ranktable/mindspore/Qwen3/yamls/ms_multinodes_acjob_superpod.yaml):
+    not the ConfigMap itself, whose keys are symlinks TaskD's reader refuses
+    (MC:component/taskd/taskd/python/toolkit/validator/file_process.py)."""
     objs = render(ROOT / "examples" / f"{example}.yaml", tmp_path / "out")
     job = the_job(objs)
     claims = {o["metadata"]["name"] for o in objs if o["kind"] == "PersistentVolumeClaim"}
@@ -130,7 +137,13 @@ def test_process_recovery_mounts_the_shared_cache_everywhere(example: str, tmp_p
         ports = {p["name"]: p["containerPort"] for p in pod["containers"][0]["ports"]}
         assert ports["taskd-port"] == 9601 and ports["ascendjob-port"] == 2222
         assert "ttp-port" in ports, "dump needs the MindIO TTP port"
-        assert mounts_of(pod)["/user/restore/reset/config"] == f"configMap:reset-config-{name}"
+        namespace = job["metadata"]["namespace"]
+        reset_dir = "/user/restore/reset/config"
+        assert mounts_of(pod)[reset_dir] == f"hostPath:/user/restore/reset/{namespace}.reset-config-{name}"
+        (reset_mount,) = [m for m in pod["containers"][0]["volumeMounts"] if m["mountPath"] == reset_dir]
+        assert reset_mount.get("readOnly") is True
+        (reset_volume,) = [v for v in pod["volumes"] if v["name"] == reset_mount["name"]]
+        assert "type" not in reset_volume["hostPath"], "the samples give no type: the device plugin creates it"
         assert pod["terminationGracePeriodSeconds"] == 600  # below grace-over-time 900
         assert "ASCEND_VISIBLE_DEVICES" not in env, "the 7.3.0 operator sets it itself"
     reset = next(o for o in objs if o["metadata"]["name"] == f"reset-config-{name}")
