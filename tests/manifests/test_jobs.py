@@ -357,3 +357,51 @@ def test_each_job_carries_what_its_strategy_requires(example: str, tmp_path: Pat
     if job["kind"] == "AscendJob":
         for spec in job["spec"]["replicaSpecs"].values():
             assert spec["restartPolicy"] == "Never"
+
+
+def test_every_job_names_its_volcano_queue() -> None:
+    """With gang scheduling the Ascend Operator gets the queue of runPolicy.schedulingPolicy by name and
+    refuses the job when it cannot (MC:component/ascend-operator/pkg/controllers/v1/ascendjob_validate.go
+    validateBasicInfo, lines 72-80 at v7.3.0, 81-89 at v26.1.0); every upstream sample names queue
+    default, the queue Volcano creates (MCD: ms_multinodes_acjob_superpod.yaml, pytorch_vcjob_910b.yaml
+    spec.queue). scheduler.queue sets it for every job, jobs[].queue for one."""
+
+    def queue_of(job: Dict[str, Any]) -> Any:
+        if job["kind"] == "AscendJob":
+            return job["spec"]["runPolicy"]["schedulingPolicy"]["queue"]
+        return job["spec"]["queue"]
+
+    def first_job(text: str) -> Dict[str, Any]:
+        kinds = ("AscendJob", "Job")
+        (job,) = [o for o in job_objects(text) if o["kind"] in kinds and "spec" in o and "apiVersion" in o]
+        return job
+
+    for kind in ("ascendjob", "vcjob"):
+
+        def as_kind(job: Dict[str, Any], doc: Dict[str, Any], kind: str = kind) -> None:
+            job["kind"] = kind
+
+        assert queue_of(first_job(variant("job-level-minimal", as_kind))) == "default"
+
+        def team(job: Dict[str, Any], doc: Dict[str, Any], kind: str = kind) -> None:
+            job["kind"] = kind
+            doc.setdefault("scheduler", {})["queue"] = "team-a"
+
+        assert queue_of(first_job(variant("job-level-minimal", team))) == "team-a"
+
+        def own(job: Dict[str, Any], doc: Dict[str, Any], kind: str = kind) -> None:
+            team(job, doc)
+            job["queue"] = "urgent"
+
+        assert queue_of(first_job(variant("job-level-minimal", own))) == "urgent"
+    job = first_job(variant("job-level-minimal", as_vcjob))
+    assert validate_cr(job, upstream_crd("6.0.0", "Job")) == []
+
+
+@pytest.mark.parametrize("queue", ["Team_A", "", "-a", "a" * 254])
+def test_a_queue_that_is_no_kubernetes_name_is_refused(queue: str, tmp_path: Path) -> None:
+    doc = yaml.safe_load((ROOT / "examples" / "job-level-minimal.yaml").read_text())
+    doc["jobs"][0]["queue"] = queue
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    assert main(["validate", str(path)]) == 2
