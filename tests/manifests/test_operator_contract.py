@@ -119,7 +119,7 @@ def launch_everywhere(
     monkeypatch.setattr(installed, "package_dir", lambda name: str(tmp_path))
     ips = pod_ips(job)
     envs = op.pod_envs(job, release, ips)
-    out = {}
+    out: Dict[Tuple[str, int], Any] = {}
     for pod, env in envs.items():
         env = dict(env, POD_IP=ips[pod], XDL_IP="192.168.0.%d" % (len(out) + 1))
         out[pod] = build_spec(plan, env, (), str(tmp_path / "logs"))
