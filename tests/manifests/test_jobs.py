@@ -398,10 +398,19 @@ def test_every_job_names_its_volcano_queue() -> None:
     assert validate_cr(job, upstream_crd("6.0.0", "Job")) == []
 
 
+@pytest.mark.parametrize("where", ["jobs[0].queue", "scheduler.queue"])
 @pytest.mark.parametrize("queue", ["Team_A", "", "-a", "a" * 254])
-def test_a_queue_that_is_no_kubernetes_name_is_refused(queue: str, tmp_path: Path) -> None:
+def test_a_queue_that_is_no_kubernetes_name_is_refused(
+    queue: str, where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Volcano Queue is a cluster-scoped object: its name is a DNS subdomain (KUBE object names)."""
     doc = yaml.safe_load((ROOT / "examples" / "job-level-minimal.yaml").read_text())
-    doc["jobs"][0]["queue"] = queue
+    if where == "scheduler.queue":
+        doc.setdefault("scheduler", {})["queue"] = queue
+    else:
+        doc["jobs"][0]["queue"] = queue
     path = tmp_path / "p.yaml"
     path.write_text(yaml.safe_dump(doc))
     assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "%s: " % where in err and "Write a Kubernetes object name (DNS subdomain)" in err
