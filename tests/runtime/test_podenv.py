@@ -9,7 +9,7 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List
 
 import pytest
 import yaml
@@ -20,41 +20,15 @@ from resumable.runtime import installed
 from resumable.runtime.launch import LaunchSpec, build_spec, render_dry_run
 from resumable.runtime.podenv import private_dir
 
-from .conftest import EXAMPLES, RUN_PY, clean_env, cli, executable, fake_torch_layout, python_path
+from . import test_launch_spec as launch_tests
+from .conftest import EXAMPLES, clean_env, cli
 
-PATCHED = RUN_PY.replace("import os\n", C.RUNPY_IMPORT_TASKD + "\nimport os\n")
-#: what the Ascend Operator injects on a PyTorch pod (env.go setPytorchEnv): MASTER_ADDR is the Master
-#: service's cluster IP, not the rank-0 pod's own address
-POD = {"MASTER_ADDR": "10.96.0.10", "MASTER_PORT": "2222", "WORLD_SIZE": "32", "LOCAL_WORLD_SIZE": "8"}
+# the pod of the launcher tests: fixture TaskD, patched run.py, launchers on PATH; POD is what the Ascend
+# Operator injects on a PyTorch pod (env.go setPytorchEnv: MASTER_ADDR = the Master service's IP)
+pod = launch_tests.pod
+POD, dry_run, exports = launch_tests.POD, launch_tests.dry_run, launch_tests.exports
+
 MS = {"MS_SCHED_HOST": "10.96.0.20", "MS_SCHED_PORT": "2222", "MS_WORKER_NUM": "16", "MS_LOCAL_WORKER": "8"}
-
-
-@pytest.fixture()
-def pod(tmp_path: Path, vendor_site: Path) -> Dict[str, str]:
-    torch = fake_torch_layout(tmp_path / "torch-site", PATCHED)
-    bin_dir = tmp_path / "bin"
-    for name in ("torchrun", "torch_npu_run", "msrun"):
-        executable(bin_dir / name, "#!/bin/sh\nexit 0\n")
-    return clean_env(
-        PYTHONPATH=python_path(torch, vendor_site),
-        PATH="%s:/usr/bin:/bin" % bin_dir,
-        MINDX_TASK_ID="3f0c-uid",
-        POD_IP="10.0.0.5",
-    )
-
-
-def dry_run(profile: Path, env: Dict[str, str]) -> Tuple[int, str, str]:
-    proc = cli(["launch", "--profile", str(profile), "--dry-run"], env)
-    return proc.returncode, proc.stdout, proc.stderr
-
-
-def exports(out: str) -> Dict[str, str]:
-    found = {}
-    for line in out.splitlines():
-        if line.startswith("export "):
-            name, _, rest = line[len("export ") :].partition("=")
-            found[name] = rest.split("  # ")[0].strip("'")
-    return found
 
 
 def launch_line(out: str) -> List[str]:
