@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+import time
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from .. import constants as C
 from ..plan.model import JobPlan
@@ -34,6 +35,9 @@ Export = Tuple[str, str, str]
 RANKTABLE_MAX_BYTES = 16 << 20
 #: rank_table.sh check_hccl_status: the status the writer sets once every pod is in
 RANKTABLE_COMPLETED = "completed"
+#: rank_table.sh check_hccl_status waits 60 x 5 s for the writer
+RANKTABLE_WAIT_SECONDS = 300.0
+RANKTABLE_POLL_SECONDS = 5.0
 VCJOB_SOURCE = "MCD:samples/train/resumable-training/fault-tolerance/ranktable/pytorch/gpt-3/rank_table.sh"
 MSRUN_SOURCE = "ascend-operator pkg/controllers/v1/pod.go createPodSpec, utils.go checkNonWorkerRplMountChips"
 
@@ -145,6 +149,29 @@ def _address(server: Dict[str, Any]) -> str:
     """The pod address of a server: container_ip (its pod IP), else host_ip (hostNetwork) (the
     operator's ranktable common/server.go Server)."""
     return str(server.get("container_ip") or server.get("host_ip") or "")
+
+
+def wait_for_ranktable(
+    job: JobPlan,
+    env: Mapping[str, str],
+    timeout: float = RANKTABLE_WAIT_SECONDS,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> bool:
+    """Before a real launch of a Volcano Job: wait (bounded, as rank_table.sh check_hccl_status does)
+    until the RankTable says completed; its pods start before every pod is in it. True once it is,
+    False on timeout or when there is nothing to wait for (build_spec then names the problem)."""
+    path = env.get(C.ENV_RANK_TABLE_FILE) or C.RANKTABLE_MOUNT + "/" + C.RANKTABLE_FILE
+    if job.kind != C.VCJOB_KIND:
+        return False
+    deadline = clock() + timeout
+    while True:
+        table, _ = read_ranktable(path)
+        if table is not None and table.get("status") == RANKTABLE_COMPLETED:
+            return True
+        if clock() >= deadline:
+            return False
+        sleep(RANKTABLE_POLL_SECONDS)
 
 
 def volcano_rendezvous(job: JobPlan, env: Mapping[str, str]) -> Tuple[List[Export], List[str]]:

@@ -18,7 +18,7 @@ from resumable import constants as C
 from resumable.api import job_plan, load_plan_text
 from resumable.runtime import installed
 from resumable.runtime.launch import LaunchSpec, build_spec, render_dry_run
-from resumable.runtime.podenv import private_dir
+from resumable.runtime.podenv import private_dir, wait_for_ranktable
 
 from . import test_launch_spec as launch_tests
 from .conftest import EXAMPLES, clean_env, cli
@@ -238,3 +238,33 @@ def test_the_dry_run_names_the_taskd_log_dir(pod: Dict[str, str]) -> None:
     assert code == 0, out + err
     assert exports(out)["TASKD_LOG_PATH"] == "/job/ckpt/alllogs/3f0c-uid/taskd"
     assert "# created with mode 0750 before the start (TaskD's logger needs exactly that): /job/ckpt/alllogs/" in out
+
+
+def test_a_real_launch_waits_for_the_ranktable_bounded(tmp_path: Path) -> None:
+    """rank_table.sh check_hccl_status: up to 60 polls 5 s apart until status is completed (MCD vcjob
+    sample); the launcher waits the same bounded time, then build_spec names what is missing."""
+    doc = yaml.safe_load((EXAMPLES / "job-level-minimal.yaml").read_text())
+    doc["jobs"][0]["kind"] = "vcjob"
+    job = job_plan(load_plan_text(yaml.safe_dump(doc), "<vcjob>"))
+    table = ranktable(tmp_path / "hccl.json", "initializing", [])
+    env = {"RANK_TABLE_FILE": str(table)}
+    now = [0.0]
+    polls: List[float] = []
+
+    def sleep(seconds: float) -> None:
+        polls.append(seconds)
+        now[0] += seconds
+        if len(polls) == 3:
+            ranktable(table, "completed", ["10.0.0.4", "10.0.0.5"])
+
+    assert wait_for_ranktable(job, env, sleep=sleep, clock=lambda: now[0]) is True
+    assert polls == [5.0, 5.0, 5.0]
+    ranktable(table, "initializing", [])
+    now[0], polls[:] = 0.0, []
+    assert (
+        wait_for_ranktable(job, env, timeout=300, sleep=lambda s: now.__setitem__(0, now[0] + s), clock=lambda: now[0])
+        is False
+    )
+    assert now[0] == 300.0
+    ascendjob = job_plan(load_plan_text((EXAMPLES / "job-level-minimal.yaml").read_text(), "<acjob>"))
+    assert wait_for_ranktable(ascendjob, env, sleep=lambda s: pytest.fail("an AscendJob does not wait")) is False
