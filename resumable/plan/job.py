@@ -162,8 +162,9 @@ def replicas(f: JobFacts, env: List[EnvVar], job_ports: List[Port]) -> List[Repl
     # ms_multinodes_acjob_superpod.yaml). With NPUs on a non-Worker replica the operator numbers the
     # Workers from 1 and counts every replica in MS_WORKER_NUM (ascend-operator pkg/controllers/v1
     # job.go syncReplicas -> utils.go checkNonWorkerRplMountChips; pod.go createPodSpec rank = index + 1;
-    # utils.go getTotalNpuReplicas; the same since 6.0.0, pod.go:430-437 there); without them Scheduler and Worker-0 are both MS_NODE_RANK 0 and
-    # the Scheduler pod would start msrun workers with no NPU.
+    # utils.go getTotalNpuReplicas; the same since 6.0.0, pod.go:430-437 there); without them
+    # Scheduler and Worker-0 are both MS_NODE_RANK 0 and the Scheduler pod would start msrun workers
+    # with no NPU.
     out = [replica("Scheduler", 1, job.npus_per_node, where == "scheduler")]
     if job.nodes > 1:
         out.append(replica("Worker", job.nodes - 1, job.npus_per_node, False))

@@ -350,6 +350,8 @@ def build_spec(
     command = [exe, *options, *script]
 
     # 7. the job-scoped log directory; TaskD's own, which must have mode 0750 (podenv.private_dir)
+    if log_dir is not None and any(v.name == C.ENV_TASKD_LOG_PATH for v in launcher.env):
+        export(C.ENV_TASKD_LOG_PATH, os.path.join(log_dir, "taskd"), "TaskD's logs under --log-dir")
     private: List[str] = []
     if (launcher.ld_preload or manager is not None) and env.get(C.ENV_TASKD_LOG_PATH):
         private.append(env[C.ENV_TASKD_LOG_PATH])

@@ -268,3 +268,21 @@ def test_a_real_launch_waits_for_the_ranktable_bounded(tmp_path: Path) -> None:
     assert now[0] == 300.0
     ascendjob = job_plan(load_plan_text((EXAMPLES / "job-level-minimal.yaml").read_text(), "<acjob>"))
     assert wait_for_ranktable(ascendjob, env, sleep=lambda s: pytest.fail("an AscendJob does not wait")) is False
+
+
+def test_log_dir_moves_taskds_logs_too(pod: Dict[str, str], tmp_path: Path) -> None:
+    """--log-dir (outside a job) keeps every file the launch makes under it, TaskD's directory too."""
+    proc = cli(
+        [
+            "launch",
+            "--profile",
+            str(EXAMPLES / "pytorch-process-recovery.yaml"),
+            "--dry-run",
+            "--log-dir",
+            str(tmp_path),
+        ],
+        dict(pod, RANK="1", **POD),
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert exports(proc.stdout)["TASKD_LOG_PATH"] == str(tmp_path / "taskd")
+    assert "(TaskD's logger needs exactly that): %s" % (tmp_path / "taskd") in proc.stdout
