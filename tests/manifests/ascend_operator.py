@@ -2,8 +2,11 @@
 source (Ascend/mind-cluster component/ascend-operator) at v7.3.0 and v26.1.0. Each behaviour cites
 file:line at both tags (``pkg/controllers/v1/`` unless a path is given); refusals are reproduced
 with the operator's reason. Only what decides whether a rendered job starts and what its launcher
-reads is reproduced: elastic scaling (scaler.ValidJob), MindIE inference jobs and dynamic vNPU
-("huawei.com/npu-core") jobs are out of scope and refused here rather than guessed.
+reads is reproduced: elastic scaling (scaler.ValidJob), MindIE inference jobs, 26.x soft-share
+device jobs and dynamic vNPU ("huawei.com/npu-core") jobs are out of scope (the last is refused here
+rather than guessed). Injected variables the launcher never reads (MINDX_SERVER_IP, 26.x
+MINDX_SERVER_DOMAIN and REPLICA_TYPE, HCCL_LOGIC_SUPERPOD_ID, the ASCEND_VISIBLE_DEVICES fieldRef)
+are left out.
 """
 
 from __future__ import annotations
