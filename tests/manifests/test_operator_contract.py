@@ -163,6 +163,11 @@ def test_the_launcher_reads_what_the_operator_injects(
         ranks.append(rank)
         managers += spec.manager is not None
         npus = op._npus(op._ascend(job["spec"]["replicaSpecs"][rtype]) or {})
+        # the rendezvous port is the leader's ascendjob-port, which every pod declares (service.go)
+        declared = {
+            p["name"]: p["containerPort"] for p in (op._ascend(job["spec"]["replicaSpecs"][rtype]) or {})["ports"]
+        }
+        assert option(spec.command, "--master_port") == str(declared[op.PORT_NAME])
         if plan.launcher.launcher == "msrun":
             assert int(option(spec.command, "--local_worker_num")) == npus > 0, "msrun workers need NPUs here"
             assert int(option(spec.command, "--worker_num")) == nodes_total * npus
