@@ -187,6 +187,47 @@ def test_a_volcano_job_launches_from_its_ranktable(tmp_path: Path, monkeypatch: 
     assert spec.problems == [] and spec.env["RANK"] == "0"
 
 
+MS_VCJOB = """
+cluster: {mindcluster: "7.3.0", chip: ascend-910b, accelerator_type: module-910b-8, arch: aarch64, kubernetes: "1.28"}
+storage: {nfs: {server: 192.0.2.10, path: /exports/ascend}}
+jobs:
+  - name: ms-vc
+    kind: vcjob
+    image: {framework: mindspore, mindspore: "2.7.0", cann: "8.2.RC1"}
+    nodes: 2
+    npus_per_node: 8
+    launcher: msrun
+    script: run.py
+    recovery: {fault_scheduling: grace}
+"""
+
+
+def test_a_mindspore_volcano_job_gets_msrun_ranks_from_its_ranktable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same derivation for msrun: node 0 (the first server) hosts msrun's scheduler."""
+    monkeypatch.setattr(installed, "find_command", lambda name: "/usr/bin/" + name)
+    job = job_plan(load_plan_text(MS_VCJOB, "<ms-vcjob>"))
+    table = ranktable(tmp_path / "hccl.json", "completed", ["10.0.0.4", "10.0.0.5"])
+    spec = build_spec(job, {"RANK_TABLE_FILE": str(table), "POD_IP": "10.0.0.4"}, ["run.py"])
+    # the plan's RANK_TABLE_FILE is the mount path; outside a pod the test's file stands in for it
+    assert spec.env["RANK_TABLE_FILE"] == C.RANKTABLE_MOUNT + "/" + C.RANKTABLE_FILE
+    for replica in job.replicas:
+        for var in replica.env:
+            if var.name == C.ENV_RANK_TABLE_FILE:
+                var.value = str(table)
+    spec = build_spec(job, {"POD_IP": "10.0.0.4"}, ["run.py"])
+    assert spec.problems == []
+    assert spec.command[1:7] == [
+        "--worker_num=16",
+        "--local_worker_num=8",
+        "--master_addr=10.0.0.4",
+        "--master_port=7123",
+        "--node_rank=0",
+        "--join=True",
+    ]
+
+
 def test_an_unfinished_ranktable_or_a_stranger_pod_is_a_problem(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
