@@ -174,6 +174,20 @@ def wait_for_ranktable(
         sleep(RANKTABLE_POLL_SECONDS)
 
 
+#: what a Volcano Job's launcher exports per framework: master address and port, node rank, world size,
+#: local size (the names the Ascend Operator injects into an AscendJob: env.go setPytorchEnv, setMindSporeEnv)
+RENDEZVOUS_NAMES = {
+    "pytorch": (C.ENV_MASTER_ADDR, C.ENV_MASTER_PORT, C.ENV_RANK, C.ENV_WORLD_SIZE, C.ENV_LOCAL_WORLD_SIZE),
+    "mindspore": (
+        C.ENV_MS_SCHED_HOST,
+        C.ENV_MS_SCHED_PORT,
+        C.ENV_MS_NODE_RANK,
+        C.ENV_MS_WORKER_NUM,
+        C.ENV_MS_LOCAL_WORKER,
+    ),
+}
+
+
 def volcano_rendezvous(job: JobPlan, env: Mapping[str, str]) -> Tuple[List[Export], List[str]]:
     """The launcher's rendezvous on a Volcano Job pod, from the RankTable (RANK_TABLE_FILE)."""
     exports: List[Export] = []
@@ -210,24 +224,16 @@ def volcano_rendezvous(job: JobPlan, env: Mapping[str, str]) -> Tuple[List[Expor
             "the RankTable %s lists %d servers (%d NPUs here, master %r), the plan has %d nodes"
             % (path, len(servers), local, master, job.launcher.nodes)
         ]
-    why = "from the RankTable (%s)" % VCJOB_SOURCE
-    port = str(C.VCJOB_MASTER_PORT)
-    if job.framework == "pytorch":
-        exports += [
-            (C.ENV_MASTER_ADDR, master, "the first server of the RankTable " + why),
-            (C.ENV_MASTER_PORT, port, "the vcjob sample's master port " + why),
-            (C.ENV_RANK, str(index), "this pod's place in server_list " + why),
-            (C.ENV_WORLD_SIZE, str(total), "NPUs in the RankTable " + why),
-            (C.ENV_LOCAL_WORLD_SIZE, str(local), "NPUs of this server " + why),
-        ]
-    else:
-        exports += [
-            (C.ENV_MS_SCHED_HOST, master, "msrun node 0 is the first server of the RankTable " + why),
-            (C.ENV_MS_SCHED_PORT, port, "the vcjob sample's master port " + why),
-            (C.ENV_MS_NODE_RANK, str(index), "this pod's place in server_list " + why),
-            (C.ENV_MS_WORKER_NUM, str(total), "NPUs in the RankTable " + why),
-            (C.ENV_MS_LOCAL_WORKER, str(local), "NPUs of this server " + why),
-        ]
+    why = " from the RankTable (%s)" % VCJOB_SOURCE
+    values = (
+        (master, "the first server of the RankTable (msrun node 0 on MindSpore)"),
+        (str(C.VCJOB_MASTER_PORT), "the vcjob sample's master port"),
+        (str(index), "this pod's place in server_list"),
+        (str(total), "NPUs in the RankTable"),
+        (str(local), "NPUs of this server"),
+    )
+    names = RENDEZVOUS_NAMES["mindspore" if job.framework == "mindspore" else "pytorch"]
+    exports += [(name, value, reason + why) for name, (value, reason) in zip(names, values)]
     return exports, []
 
 
