@@ -121,16 +121,8 @@ def plan_env(job: JobPlan) -> List[EnvVar]:
     return list(seen.values())
 
 
-INPUTS = {
-    "pytorch": (C.ENV_RANK, C.ENV_MASTER_ADDR, C.ENV_MASTER_PORT, C.ENV_WORLD_SIZE, C.ENV_LOCAL_WORLD_SIZE),
-    "mindspore": (
-        C.ENV_MS_SCHED_HOST,
-        C.ENV_MS_SCHED_PORT,
-        C.ENV_MS_NODE_RANK,
-        C.ENV_MS_WORKER_NUM,
-        C.ENV_MS_LOCAL_WORKER,
-    ),
-}
+#: what the launcher reads from an AscendJob pod, per framework (the Ascend Operator injects them)
+INPUTS = podenv.RENDEZVOUS_NAMES
 
 
 #: what a Volcano Job's launcher reads: the RankTable and the pod's addresses (runtime.podenv)
