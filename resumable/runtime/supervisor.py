@@ -40,6 +40,7 @@ from typing import IO, Any, Dict, List, NamedTuple, Optional, Set, Tuple
 from .. import constants as C
 from ..errors import ResumableError
 from .launch import LaunchSpec, _host
+from .podenv import private_dir
 from .timeline import TimelineWriter
 
 #: seconds between looks at the children, the workers and the event socket
@@ -354,6 +355,8 @@ class Supervisor:
         spec = self.spec
         try:
             os.makedirs(spec.log_dir, exist_ok=True)
+            for problem in filter(None, map(private_dir, spec.private_dirs)):
+                raise ResumableError(problem, spec.log_dir, "Fix the directory TaskD logs to (TASKD_LOG_PATH).")
             self.timeline = TimelineWriter(spec.timeline_path)
         except OSError as exc:
             raise ResumableError(
