@@ -42,10 +42,17 @@ RESTART_TERMS = ("detect", "T1 reschedule")
 
 
 class TimelineWriter:
-    """Appends events; each line is written and flushed at once (a crash loses at most the last)."""
+    """Appends events; each line is written and flushed at once (a crash loses at most the last).
+
+    A write never raises: a full or failing log disk must not stop the supervisor from stopping
+    the training (a launcher that dies on ENOSPC leaves its children running). Failed writes are
+    counted in ``failures`` (the last error in ``last_error``) and the launcher reports them.
+    """
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self.failures = 0
+        self.last_error: Optional[str] = None
         self._handle: Optional[IO[str]] = open(path, "a", encoding="utf-8")  # noqa: SIM115
 
     def write(
@@ -66,14 +73,22 @@ class TimelineWriter:
         }
         record.update(details)
         if self._handle is not None:
-            self._handle.write(json.dumps(record, sort_keys=False, default=str) + "\n")
-            self._handle.flush()
+            try:
+                self._handle.write(json.dumps(record, sort_keys=False, default=str) + "\n")
+                self._handle.flush()
+            except (OSError, ValueError, TypeError) as exc:
+                self.failures += 1
+                self.last_error = str(exc)
         return record
 
     def close(self) -> None:
         if self._handle is not None:
-            self._handle.close()
-            self._handle = None
+            handle, self._handle = self._handle, None
+            try:
+                handle.close()
+            except OSError as exc:  # the last buffered line could not be written
+                self.failures += 1
+                self.last_error = str(exc)
 
 
 def read_events(path: str) -> List[Dict[str, Any]]:

@@ -148,11 +148,31 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Path]:
 
 
 @pytest.fixture(scope="session")
-def vendor_site(wheels: Dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    site = tmp_path_factory.mktemp("vendor-site")
-    for wheel in wheels.values():
+def compat_taskd(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The TaskD double whose patched launch_agent accepts torch 2.13's keyword arguments (no upstream
+    release does: see build_fixtures.build_taskd); the e2e tests run the agent loop on it."""
+    if not build_fixtures.compiler():
+        pytest.skip("no C compiler to build the fixture libtaskd.so (apt-get install gcc)")
+    return Path(build_fixtures.build_taskd(str(tmp_path_factory.mktemp("wheels-compat")), compat=True))
+
+
+def _site(tmp_path_factory: pytest.TempPathFactory, name: str, wheels: Sequence[Path]) -> Path:
+    site = tmp_path_factory.mktemp(name)
+    for wheel in wheels:
         build_fixtures.install_into(str(wheel), str(site))
     return site
+
+
+@pytest.fixture(scope="session")
+def vendor_site(wheels: Dict[str, Path], compat_taskd: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """TaskD (the compat double) and MindIO installed: the site the e2e tests run the launcher on."""
+    return _site(tmp_path_factory, "vendor-site", [compat_taskd, wheels["mindio_ttp"]])
+
+
+@pytest.fixture(scope="session")
+def upstream_taskd_site(wheels: Dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """TaskD 7.3.0 as upstream ships it (launch_agent takes three arguments) and MindIO."""
+    return _site(tmp_path_factory, "upstream-site", [wheels["taskd"], wheels["mindio_ttp"]])
 
 
 @pytest.fixture()

@@ -38,7 +38,13 @@ TRAIN = FIXTURES / "train_ckpt.py"
 
 class Job:
     def __init__(
-        self, tmp: Path, profile: str, site: Optional[List[Path]] = None, rank: int = 0, port: int = 0
+        self,
+        tmp: Path,
+        profile: str,
+        site: Optional[List[Path]] = None,
+        rank: int = 0,
+        port: int = 0,
+        manager_port: int = 0,
     ) -> None:
         need_torch()
         self.tmp = tmp
@@ -56,6 +62,8 @@ class Job:
             POD_IP="127.0.0.1",
             MINDX_TASK_ID="e2e-job-uid",
             RESUMABLE_FIXTURE_LOG=str(self.calls),
+            TASKD_LOG_PATH=str(tmp / ("taskd-log-%d" % rank)),
+            TASKD_DOUBLE_MANAGER_PORT=str(manager_port or free_port()),
         )
 
     def start(self, *args: str) -> subprocess.Popen[str]:
@@ -98,6 +106,7 @@ def test_fault_restart_resume_with_taskd(tmp_path: Path, torch_site: Path, vendo
     killed_after = job.steps()[-1]["step"]
     os.kill(victim["pid"], signal.SIGKILL)
     out, _ = proc.communicate(timeout=300)
+    (tmp_path / "launcher.out").write_text(out)
     assert proc.returncode == 0, out[-3000:]
 
     # resumed from the last checkpoint, ended with the right step count and the uninterrupted weights

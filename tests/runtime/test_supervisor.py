@@ -5,6 +5,7 @@ repeats the essentials with the real torchrun."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -13,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import pytest
 
 from resumable import constants as C
 from resumable.runtime.supervisor import decode_status, descendants, proc_stat, shell_code
@@ -53,6 +56,8 @@ class Pod:
             MASTER_ADDR="127.0.0.1",
             MASTER_PORT=str(free_port()),
             PYTHONPATH=python_path(*(extra_path or [])),
+            TASKD_LOG_PATH=str(tmp / "taskd-log"),
+            TASKD_DOUBLE_MANAGER_PORT=str(free_port()),
         )
 
     def start(self, *worker_args: str) -> subprocess.Popen[str]:
@@ -227,12 +232,84 @@ def test_a_manager_that_cannot_start_is_reported(tmp_path: Path, vendor_site: Pa
         RESUMABLE_FIXTURE_LOG=str(fixture_log),
         PYTHONPATH=python_path(torch, broken),
     )
-    code, err = pod.run("--steps", "30")
-    assert code == 0, err
+    began = time.monotonic()
+    code, err = pod.run("--steps", "2000", "--step-seconds", "0.05")
+    # never an idle pod: the training is stopped and the exit code hands over to the Pod/job rung
+    assert code == 128 + signal.SIGTERM, err
+    assert time.monotonic() - began < 60
     assert "the TaskD Manager exited with 1" in err
     (ended,) = pod.events("manager-exit")
     assert ended["exit_code"] == 1
+    (lost,) = pod.events("manager-lost")
+    assert lost["exit_code"] == 1
+    assert pod.events("exit")[0]["exit_code"] == 128 + signal.SIGTERM
     assert any(c.get("error") == "the libtaskd.so has not been loaded" for c in read_jsonl(fixture_log))
+
+
+def _tree(root: int) -> List[Tuple[int, Any]]:
+    return [(pid, proc_stat(pid)) for pid in descendants(root)]
+
+
+def _left(tree: List[Tuple[int, Any]]) -> List[int]:
+    left = []
+    for pid, st in tree:
+        now = proc_stat(pid)
+        if st is not None and now is not None and now.starttime == st.starttime and now.state != "Z":
+            left.append(pid)
+    return left
+
+
+def test_a_manager_that_dies_mid_run_stops_the_training(tmp_path: Path, vendor_site: Path) -> None:
+    torch = fake_torch_layout(
+        tmp_path / "torch-site", RUN_PY.replace("import os\n", C.RUNPY_IMPORT_TASKD + "\nimport os\n")
+    )
+    pod = Pod(tmp_path, profile_text(taskd=True, max_restarts=3, monitor=1, grace=5), [torch, vendor_site])
+    pod.env.update(POD_IP="127.0.0.1", MINDX_TASK_ID="job-uid-3")
+    proc = pod.start("--steps", "4000", "--step-seconds", "0.05", "--ignore-sigterm")
+    wait_for(lambda: pod.logs.exists() and len(pod.events("worker-start")) == 2)
+    tree = _tree(proc.pid)
+    manager = pod.events("manager-start")[0]["pid"]
+    began = time.monotonic()
+    os.kill(manager, signal.SIGKILL)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert time.monotonic() - began < 5 + 5  # the grace period (less its margin) and the launcher's exit
+    (lost,) = pod.events("manager-lost")
+    assert lost["exit_code"] == -signal.SIGKILL
+    (stop,) = pod.events("stop")
+    assert set(e["pid"] for e in pod.events("worker-start")) <= set(stop["pids"])
+    assert _left(tree) == []
+
+
+def _tmpfs(path: Path, size: str) -> bool:
+    path.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%s" % size, "tmpfs", str(path)], capture_output=True)
+    return done.returncode == 0
+
+
+def test_a_full_log_disk_leaves_no_process_behind(tmp_path: Path) -> None:
+    disk = tmp_path / "disk"
+    if not _tmpfs(disk, "64k"):
+        pytest.skip("cannot mount a tmpfs here (needs root and mount permission)")
+    try:
+        pod = Pod(tmp_path, profile_text(npus=2, max_restarts=1, monitor=1))
+        pod.logs = disk / "logs"
+        pod.logs.mkdir()
+        fd = os.open(str(disk / "filler"), os.O_WRONLY | os.O_CREAT)  # fill the disk to the last block
+        with contextlib.suppress(OSError):
+            while os.write(fd, b"x" * 512):
+                pass
+        os.close(fd)
+        proc = pod.start("--steps", "30", "--step-seconds", "0.05", "--exit-code", "3", "--exit-step", "5")
+        wait_for(lambda: len(descendants(proc.pid)) >= 3, 30)
+        tree = _tree(proc.pid)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err  # the restarted training succeeded: not exit 3 ("our bug")
+        assert "Traceback" not in err, err
+        assert "timeline write(s)" in err and "No space left on device" in err
+        assert _left(tree) == []
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], capture_output=True)
 
 
 def test_a_fault_reaped_before_it_was_seen_is_inferred_from_the_restart(tmp_path: Path) -> None:
