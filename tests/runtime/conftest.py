@@ -11,6 +11,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence
@@ -55,8 +56,14 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
+#: where the TaskD double's logger writes unless a test says otherwise: TaskD builds its log directory
+#: at import, relative to the working directory by default (./taskd_log/, mode 0o750)
+TASKD_LOG_DEFAULT = os.path.join(tempfile.gettempdir(), "resumable-tests-taskd-log-%d" % os.getpid())
+
+
 def clean_env(**extra: str) -> Dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in POD_VARS}
+    env.setdefault("TASKD_LOG_PATH", TASKD_LOG_DEFAULT)
     env.update(extra)
     return env
 

@@ -157,7 +157,7 @@ def test_fault_restart_resume_with_taskd(tmp_path: Path, torch_site: Path, vendo
     agents = [c for c in calls if c["call"] == "patch" and c["ppid"] == launcher]  # (patch-torchrun verified too)
     assert len(agents) == 1 and agents[0]["pid"] in preloaded
     assert [c["max_restarts"] for c in calls if c["call"] == "launch_agent"] == [3]
-    assert [c["fault_ranks"] for c in calls if c["call"] == "agent-report-fault"][0] == [1]
+    assert next(c["fault_ranks"] for c in calls if c["call"] == "agent-report-fault") == [1]
 
 
 def test_the_workers_exit_code_propagates(tmp_path: Path) -> None:
