@@ -133,6 +133,8 @@ class Worker:
     local_rank: Optional[int]
     restart_count: Optional[int]
     starttime: Optional[int]
+    #: the worker generation it belongs to (one more at each restart, in place or of the group)
+    generation: int = 0
     done: bool = False
 
 
@@ -161,7 +163,13 @@ class Supervisor:
         self.manager_code: Optional[int] = None
         self.workers: Dict[int, Worker] = {}
         self.attempt: Optional[int] = None
-        self.faulted: Set[Optional[int]] = set()
+        #: generations in which a fault was recorded; processes of those that end later were stopped
+        self.faulted: Set[int] = set()
+        self.generation = 0
+        #: the first generation of the last whole-group restart: older processes were stopped by it
+        self.group_generation = 0
+        #: ranks of the fault being recovered
+        self.fault_ranks: Set[Optional[int]] = set()
         self.fault_time: Optional[float] = None
         self.last_fault: Optional[Worker] = None
         self.last_fault_code: Optional[int] = None
@@ -220,43 +228,97 @@ class Supervisor:
             return
         rc = m.get("restart_count")
         rc = rc if isinstance(rc, int) else None
+        rank = m.get("rank")
         st = proc_stat(pid)
-        self.workers[pid] = Worker(pid, m.get("rank"), m.get("local_rank"), rc, st.starttime if st else None)
-        if self.attempt is None and self.fault_time is None:
+        group = (rc is not None and self.attempt is not None and rc > self.attempt) or (
+            rc is None and self.fault_time is not None
+        )
+        # TaskD restarts the faulty ranks in place with the same TORCHELASTIC_RESTART_COUNT
+        # (MC@v7.3.0 pt_agent.py:139-154, torch_patch.py:64-76): a new process of a rank whose
+        # process ended while the others of its generation run on is a restart too
+        latest = None
+        for w in self.workers.values():  # in start order: the rank's newest process
+            if w.rank == rank:
+                latest = w
+        in_place = (
+            not group
+            and latest is not None
+            and latest.done
+            and latest.restart_count == rc
+            and any(w.rank != rank and not w.done for w in self.workers.values())
+        )
+        if self.attempt is None and self.fault_time is None and not self.workers:
             self.attempt = rc
-        elif (rc is not None and (self.attempt is None or rc > self.attempt)) or (rc is None and self.fault_time):
+        elif group or in_place:
             if self.fault_time is None and self.vanished is not None:
                 # the agent reaped the failed process before its status could be read: it is the fault
                 w, gone = self.vanished
                 self._log(
-                    "worker-fault", rank=w.rank, restart_count=w.restart_count, when=gone, pid=w.pid, inferred=True
+                    "worker-fault",
+                    rank=w.rank,
+                    restart_count=w.restart_count,
+                    when=gone,
+                    pid=w.pid,
+                    inferred=True,
+                    generation=w.generation,
                 )
-                self.faulted.add(w.restart_count)
+                self.faulted.add(w.generation)
                 self.fault_time = gone
+                self.fault_ranks = {w.rank}
             seconds = None if self.fault_time is None else round(when - self.fault_time, 6)
-            self._log("restart", restart_count=rc, when=when, seconds=seconds)
+            self.generation += 1
+            if group:
+                self.group_generation = self.generation
+            self._log(
+                "restart",
+                restart_count=rc,
+                when=when,
+                seconds=seconds,
+                kind="in-place" if in_place else "group",
+                generation=self.generation,
+                fault_ranks=sorted(self.fault_ranks, key=lambda r: -1 if r is None else r),
+            )
             self.attempt = rc
             self.fault_time = None
+            self.fault_ranks = set()
+            self.vanished = None
+        self.workers[pid] = Worker(
+            pid, rank, m.get("local_rank"), rc, st.starttime if st else None, generation=self.generation
+        )
         self._log(
-            "worker-start", rank=m.get("rank"), restart_count=rc, when=when, pid=pid, local_rank=m.get("local_rank")
+            "worker-start",
+            rank=rank,
+            restart_count=rc,
+            when=when,
+            pid=pid,
+            local_rank=m.get("local_rank"),
+            generation=self.generation,
         )
 
     def _worker_ended(self, w: Worker, code: Optional[int]) -> None:
         w.done = True
         if code == 0:
             kind = "worker-exit"
-        elif self.first_signal is not None or self.ending or w.restart_count in self.faulted:
-            kind = "worker-stop"  # the agent (or we) stopped it; its status is often reaped before we look
+        elif (
+            self.stop_reason is not None
+            or self.ending
+            or self.fault_time is not None
+            or w.generation < self.group_generation
+        ):
+            # the agent (or we) stopped it, or it failed because of the fault being recovered; its
+            # status is often reaped before we look
+            kind = "worker-stop"
         elif code is None:
             kind = "worker-end"  # gone before we saw its status
             if self.vanished is None:
                 self.vanished = (w, time.time())
         else:
             kind = "worker-fault"
-            self.faulted.add(w.restart_count)
+            self.faulted.add(self.generation)
+            self.fault_ranks = {w.rank}
             self.fault_time = time.time()
             self.last_fault, self.last_fault_code = w, code
-        self._log(kind, rank=w.rank, exit_code=code, restart_count=w.restart_count, pid=w.pid)
+        self._log(kind, rank=w.rank, exit_code=code, restart_count=w.restart_count, pid=w.pid, generation=w.generation)
 
     def _poll_workers(self) -> None:
         for w in list(self.workers.values()):
@@ -390,7 +452,7 @@ class Supervisor:
         if self.manager_lost:
             return 128 + signal.SIGTERM
         w = self.last_fault
-        if w is not None and self.last_fault_code is not None and w.restart_count == self.attempt:
+        if w is not None and self.last_fault_code is not None and w.generation == self.generation:
             return shell_code(self.last_fault_code)
         return shell_code(agent)
 

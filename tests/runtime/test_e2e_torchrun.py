@@ -228,7 +228,10 @@ def left_behind(tree: List[Any]) -> List[int]:
 def test_two_nodes_one_manager(tmp_path: Path, torch_site: Path, vendor_site: Path) -> None:
     port = free_port()
     profile = profile_text(taskd=True, nodes=2, npus=1, max_restarts=1, monitor=1)
-    jobs = [Job(tmp_path, profile, [torch_site, vendor_site], rank=r, port=port) for r in (0, 1)]
+    manager_port = free_port()  # both agents reach the one Manager (the double listens there)
+    jobs = [
+        Job(tmp_path, profile, [torch_site, vendor_site], rank=r, port=port, manager_port=manager_port) for r in (0, 1)
+    ]
     patched = cli(["image", "patch-torchrun", "--profile", str(jobs[0].profile)], jobs[0].env, timeout=300)
     assert patched.returncode == 0, patched.stderr
     jobs[1].env["MASTER_ADDR"] = "localhost"  # the master Service; rank 0 points it at its own POD_IP

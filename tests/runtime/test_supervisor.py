@@ -118,10 +118,12 @@ def test_fault_restart_resume_and_timeline(tmp_path: Path) -> None:
     text = cli(["timeline", str(pod.timeline)])
     assert text.returncode == 0
     assert "1 launch, 1 fault, 1 restart" in text.stdout
-    assert "in place" in text.stdout and "recover-in-place" not in text.stdout  # plain torchrun: level job
+    # torchrun restarts the whole group (the restart count goes up): not the in-place rung
+    assert restart["kind"] == "group" and restart["fault_ranks"] == [1]
+    assert "group" in text.stdout and "recover-in-place" not in text.stdout  # plain torchrun: level job
     data = json.loads(cli(["timeline", str(pod.timeline), "--format", "json"]).stdout)
     (rec,) = data["recoveries"]
-    assert rec["rank"] == 1 and rec["exit_code"] == 7 and rec["how"] == "in place" and rec["level"] == "job"
+    assert rec["rank"] == 1 and rec["exit_code"] == 7 and rec["how"] == "group" and rec["level"] == "job"
     assert abs(rec["seconds"] - float(restart["seconds"])) < 1e-3
 
 
@@ -352,3 +354,38 @@ def test_status_helpers() -> None:
     assert shell_code(-9) == 137 and shell_code(2) == 2
     me = proc_stat(os.getpid())
     assert me is not None and me.ppid == os.getppid() and me.state in "RS"
+
+
+def test_in_place_restarts_are_seen_by_process_not_by_restart_count(tmp_path: Path) -> None:
+    """TaskD restarts the faulty rank with the same TORCHELASTIC_RESTART_COUNT (MC@v7.3.0
+    pt_agent.py:139-154): each new process of that rank is a restart, a repeat fault is a fault."""
+    from resumable.api import job_plan, load_plan
+    from resumable.runtime.launch import build_spec
+    from resumable.runtime.supervisor import Supervisor
+    from resumable.runtime.timeline import TimelineWriter, recoveries
+
+    from .conftest import EXAMPLES
+
+    job = job_plan(load_plan(str(EXAMPLES / "job-level-minimal.yaml")))
+    sup = Supervisor(build_spec(job, {"RANK": "0", "MASTER_ADDR": "a", "MASTER_PORT": "1"}, ["x.py"], str(tmp_path)))
+    sup.timeline = TimelineWriter(str(tmp_path / "t.jsonl"))
+    now = time.time()
+    for rank in (0, 1):
+        sup._worker_started({"pid": 2000 + rank, "rank": rank, "restart_count": 0, "time": now})
+    sup._worker_ended(sup.workers[2001], -9)
+    sup._worker_started({"pid": 2002, "rank": 1, "restart_count": 0, "time": now + 1})
+    sup._worker_ended(sup.workers[2002], -9)  # the same rank fails again, same restart count
+    sup._worker_started({"pid": 2003, "rank": 1, "restart_count": 0, "time": now + 2})
+    sup._worker_ended(sup.workers[2000], 1)  # then rank 0: a new fault, not a stop
+    sup._worker_ended(sup.workers[2003], None)
+    for rank in (0, 1):  # the whole group restarts
+        sup._worker_started({"pid": 2004 + rank, "rank": rank, "restart_count": 1, "time": now + 3})
+    sup.timeline.close()
+    events = read_jsonl(tmp_path / "t.jsonl")
+    faults = [(e["rank"], e["generation"]) for e in events if e["event"] == "worker-fault"]
+    assert faults == [(1, 0), (1, 1), (0, 0)]
+    restarts = [(e["kind"], e["fault_ranks"], e["restart_count"]) for e in events if e["event"] == "restart"]
+    assert restarts == [("in-place", [1], 0), ("in-place", [1], 0), ("group", [0], 1)]
+    assert [e["generation"] for e in events if e["event"] == "worker-start"] == [0, 0, 1, 2, 3, 3]
+    assert [r.how for r in recoveries(events)] == ["in place", "in place", "group"]
+    assert sup.exit_code() != 0
