@@ -40,7 +40,11 @@ RUN_MODULE = "torch.distributed.run"
 LAUNCH_CHECK = r"""
 import inspect, re, sys
 import torch, torch.distributed.run
-from torch.distributed.launcher import api
+try:
+    from torch.distributed.launcher import api
+    api.elastic_launch, api.launch_agent
+except (ImportError, AttributeError):
+    sys.exit(0)  # a torch without the elastic launcher: nothing passes launch_agent anything
 try:
     from importlib import metadata
     other = metadata.version(sys.argv[1])
@@ -57,7 +61,7 @@ else:
     missing = [k for k in passed if k not in names]
 if missing:
     print("torch %s passes %s to launch_agent, which %s %s (%s) does not accept" % (
-        torch.__version__, ", ".join(k + "=" for k in missing), sys.argv[1], other,
+        getattr(torch, "__version__", "?"), ", ".join(k + "=" for k in missing), sys.argv[1], other,
         getattr(api.launch_agent, "__module__", "?")))
     sys.exit(1)
 """
