@@ -212,3 +212,22 @@ def fixture_log(tmp_path: Path) -> Iterator[Path]:
 
 def python_path(*dirs: Path) -> str:
     return os.pathsep.join(str(d) for d in dirs)
+
+
+def process_tree(root: int) -> List[Any]:
+    """Every live process below ``root`` with its /proc stat (to recognise it later)."""
+    from resumable.runtime.supervisor import descendants, proc_stat
+
+    return [(pid, proc_stat(pid)) for pid in descendants(root)]
+
+
+def left_behind(tree: List[Any]) -> List[int]:
+    """The processes of ``tree`` (same pid, same start time) still alive and not zombies."""
+    from resumable.runtime.supervisor import proc_stat
+
+    left = []
+    for pid, st in tree:
+        now = proc_stat(pid)
+        if st is not None and now is not None and now.starttime == st.starttime and now.state != "Z":
+            left.append(pid)
+    return left

@@ -24,6 +24,7 @@ from .conftest import (
     clean_env,
     cli,
     free_port,
+    left_behind,
     need_torch,
     profile_text,
     python_path,
@@ -218,15 +219,6 @@ def test_sigterm_under_taskd_gives_every_worker_the_grace_period(
     assert sorted(e["rank"] for e in saved) == [0, 1], out[-3000:]
     assert left_behind(tree) == []
     assert not [e for e in job.timeline("kill")]  # nobody needed SIGKILL
-
-
-def left_behind(tree: List[Any]) -> List[int]:
-    left = []
-    for pid, st in tree:
-        now = proc_stat(pid)
-        if st is not None and now is not None and now.starttime == st.starttime and now.state != "Z":
-            left.append(pid)
-    return left
 
 
 def test_two_nodes_one_manager(tmp_path: Path, torch_site: Path, vendor_site: Path) -> None:

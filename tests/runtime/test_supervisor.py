@@ -28,6 +28,8 @@ from .conftest import (
     executable,
     fake_torch_layout,
     free_port,
+    left_behind,
+    process_tree,
     profile_text,
     python_path,
     read_jsonl,
@@ -248,19 +250,6 @@ def test_a_manager_that_cannot_start_is_reported(tmp_path: Path, vendor_site: Pa
     assert any(c.get("error") == "the libtaskd.so has not been loaded" for c in read_jsonl(fixture_log))
 
 
-def _tree(root: int) -> List[Tuple[int, Any]]:
-    return [(pid, proc_stat(pid)) for pid in descendants(root)]
-
-
-def _left(tree: List[Tuple[int, Any]]) -> List[int]:
-    left = []
-    for pid, st in tree:
-        now = proc_stat(pid)
-        if st is not None and now is not None and now.starttime == st.starttime and now.state != "Z":
-            left.append(pid)
-    return left
-
-
 def test_a_manager_that_dies_mid_run_stops_the_training(tmp_path: Path, vendor_site: Path) -> None:
     torch = fake_torch_layout(
         tmp_path / "torch-site", RUN_PY.replace("import os\n", C.RUNPY_IMPORT_TASKD + "\nimport os\n")
@@ -269,7 +258,7 @@ def test_a_manager_that_dies_mid_run_stops_the_training(tmp_path: Path, vendor_s
     pod.env.update(POD_IP="127.0.0.1", MINDX_TASK_ID="job-uid-3")
     proc = pod.start("--steps", "4000", "--step-seconds", "0.05", "--ignore-sigterm")
     wait_for(lambda: pod.logs.exists() and len(pod.events("worker-start")) == 2)
-    tree = _tree(proc.pid)
+    tree = process_tree(proc.pid)
     manager = pod.events("manager-start")[0]["pid"]
     began = time.monotonic()
     os.kill(manager, signal.SIGKILL)
@@ -280,7 +269,7 @@ def test_a_manager_that_dies_mid_run_stops_the_training(tmp_path: Path, vendor_s
     assert lost["exit_code"] == -signal.SIGKILL
     (stop,) = pod.events("stop")
     assert set(e["pid"] for e in pod.events("worker-start")) <= set(stop["pids"])
-    assert _left(tree) == []
+    assert left_behind(tree) == []
 
 
 def _tmpfs(path: Path, size: str) -> bool:
@@ -304,12 +293,12 @@ def test_a_full_log_disk_leaves_no_process_behind(tmp_path: Path) -> None:
         os.close(fd)
         proc = pod.start("--steps", "30", "--step-seconds", "0.05", "--exit-code", "3", "--exit-step", "5")
         wait_for(lambda: len(descendants(proc.pid)) >= 3, 30)
-        tree = _tree(proc.pid)
+        tree = process_tree(proc.pid)
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err  # the restarted training succeeded: not exit 3 ("our bug")
         assert "Traceback" not in err, err
         assert "timeline write(s)" in err and "No space left on device" in err
-        assert _left(tree) == []
+        assert left_behind(tree) == []
     finally:
         subprocess.run(["umount", "-l", str(disk)], capture_output=True)
 
