@@ -3,6 +3,7 @@ child process (the launcher handles signals and children, so it is never run in 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib.util
 import json
@@ -59,6 +60,7 @@ def write(path: Path, text: str) -> Path:
 #: where the TaskD double's logger writes unless a test says otherwise: TaskD builds its log directory
 #: at import, relative to the working directory by default (./taskd_log/, mode 0o750)
 TASKD_LOG_DEFAULT = os.path.join(tempfile.gettempdir(), "resumable-tests-taskd-log-%d" % os.getpid())
+atexit.register(shutil.rmtree, TASKD_LOG_DEFAULT, True)  # written by the tests' TaskD double only
 
 
 def clean_env(**extra: str) -> Dict[str, str]:
