@@ -13,33 +13,16 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, List, Sequence, Union
+from typing import List, Sequence, Union
 
-import yaml
-
+from .. import yamlio
 from ..fileio import replace_directory
 from .k8s import Obj
 
 
-class _Dumper(yaml.SafeDumper):
-    """Plain YAML for reviews: no anchors or aliases even where builders share a sub-structure."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
-def _str(dumper: yaml.SafeDumper, value: str) -> Any:
-    if "\n" in value:
-        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
-
-
-_Dumper.add_representer(str, _str)
-
-
 def to_yaml(obj: Obj) -> str:
-    text: str = yaml.dump(obj, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=110)
-    return text
+    """One object as YAML (libyaml when present, the same bytes without it: :mod:`resumable.yamlio`)."""
+    return yamlio.dump(obj)
 
 
 def file_name(index: int, obj: Obj) -> str:
