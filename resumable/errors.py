@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Optional
+from typing import Any, List, Optional
 
 #: Longest rendering of a user's value inside a message (longer ones are cut with an ellipsis).
 SHOWN_LIMIT = 80
@@ -78,3 +78,25 @@ class ResumableError(Exception):
 
 class ProfileError(ResumableError):
     """The profile cannot be read or does not match the schema (file, YAML, type, unknown key)."""
+
+
+class ProfileErrors(ProfileError):
+    """Several schema problems of one profile, found in one run; each prints as its own paragraph."""
+
+    def __init__(self, errors: List[ProfileError], limit: int = 50) -> None:
+        self.errors = list(errors)
+        self.limit = limit
+        super().__init__("the profile has %d problems" % len(self.errors))
+
+    def prefix(self, source: str) -> None:
+        """Name the file in front of every problem's place."""
+        for e in self.errors:
+            e.where = "%s: %s" % (source, e.where) if e.where else source
+
+    def __str__(self) -> str:
+        shown_ = self.errors[: self.limit]
+        lines = ["%d problems in the profile (fix them all, then validate again):" % len(self.errors)]
+        lines += ["  - %s" % e for e in shown_]
+        if len(self.errors) > len(shown_):
+            lines.append("  - ... and %d more" % (len(self.errors) - len(shown_)))
+        return "\n".join(lines)

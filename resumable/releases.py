@@ -263,7 +263,9 @@ def deployability(release: Version, volcano: Optional[str], kubernetes: Optional
                 "release",
                 "the scheduling stack of MindCluster %s cannot be deployed by this project (supported: %s and "
                 "their service packs)" % (release, ", ".join(STACK_RELEASES)),
-                "Use a supported release, or install the stack yourself and use resumable for the jobs only",
+                "Use one of those releases; for another one, install the scheduling stack from MindCluster's own "
+                "release packages (`resumable validate` and `plan` still check the profile, `render` and `pulumi "
+                "up` refuse it)",
             )
         )
     key = default_volcano(release)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import List, Sequence, Union
+from typing import List, Sequence, TextIO, Union
 
 from .. import yamlio
 from ..fileio import replace_directory
@@ -48,3 +48,11 @@ def write_stack(objects: Sequence[Obj], out_dir: Union[str, os.PathLike[str]]) -
         raise ValueError("two objects map to the same file name")
     files = [(name, to_yaml(obj)) for name, obj in zip(names, objects)]
     return replace_directory(os.fspath(out_dir), files, option="--out", command="resumable render")
+
+
+def write_stream(objects: Sequence[Obj], out: TextIO) -> None:
+    """Every object as one multi-document YAML stream (``---`` before each), in install order, for
+    ``kubectl apply -f -``."""
+    for obj in objects:
+        out.write("---\n")
+        out.write(to_yaml(obj))

@@ -33,7 +33,7 @@ def build_plan(profile: Profile, source: str = "<profile>") -> Plan:
     notes: List[Note] = [
         Note("acknowledged warning [%s] %s: %s" % (v.rule, ", ".join(v.paths), v.message), REGISTRY[v.rule].source)
         for v in violations
-        if v not in kept
+        if v.severity == WARNING and v.rule in acknowledged
     ]
     return Plan(
         profile=source,
