@@ -134,6 +134,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
             _print_violations(exc.violations, sys.stderr)
             worst = EXIT_INVALID
             continue
+        except ProfileErrors as exc:
+            print("INVALID " + "\n".join(exc.lines()), file=sys.stderr)
+            worst = EXIT_INVALID
+            continue
         except ResumableError as exc:
             print("INVALID %s" % exc, file=sys.stderr)
             worst = EXIT_INVALID
@@ -338,6 +342,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         return code
     except BrokenPipeError:
         return _pipe_closed()
+    except ProfileErrors as exc:
+        print("error: " + "\n".join(exc.lines()), file=sys.stderr)
+        return exc.exit_code
     except ResumableError as exc:
         print("error: %s" % exc, file=sys.stderr)
         return exc.exit_code

@@ -93,10 +93,20 @@ class ProfileErrors(ProfileError):
         for e in self.errors:
             e.where = "%s: %s" % (source, e.where) if e.where else source
 
+    def _shown(self) -> List[str]:
+        items = [str(e) for e in self.errors[: self.limit]]
+        if len(self.errors) > self.limit:
+            items.append("... and %d more" % (len(self.errors) - self.limit))
+        return items
+
+    def lines(self) -> List[str]:
+        """For a terminal: a count, then one line per problem."""
+        head = "%d problems in the profile (fix them all, then validate again):" % len(self.errors)
+        return [head] + ["  - " + item for item in self._shown()]
+
     def __str__(self) -> str:
-        shown_ = self.errors[: self.limit]
-        lines = ["%d problems in the profile (fix them all, then validate again):" % len(self.errors)]
-        lines += ["  - %s" % e for e in shown_]
-        if len(self.errors) > len(shown_):
-            lines.append("  - ... and %d more" % (len(self.errors) - len(shown_)))
-        return "\n".join(lines)
+        """One paragraph (Pulumi and logs take a message on one line)."""
+        return "%d problems in the profile: %s" % (
+            len(self.errors),
+            " ".join("(%d) %s" % (i + 1, item) for i, item in enumerate(self._shown())),
+        )

@@ -17,7 +17,7 @@ from ..errors import ResumableError
 from ..fileio import PROFILE_MAX_BYTES, read_text
 from ..plan.model import JobPlan, Plan
 from . import jobs, storage
-from .k8s import Obj, meta, namespace
+from .k8s import Obj, meta, namespace, recommended_labels
 from .scheduler import Stage, build_stages
 
 #: Namespaces that exist in every cluster or that the scheduling stack creates.
@@ -120,7 +120,9 @@ def image_build_config_map(job: JobPlan, image: str) -> Obj:
 
 
 def job_objects(plan: Plan, job: JobPlan, image: str, profile_text: str) -> List[Obj]:
-    return [image_build_config_map(job, image), *jobs.objects(job, image, profile_text)]
+    return recommended_labels(
+        [image_build_config_map(job, image), *jobs.objects(job, image, profile_text)], "training-job", job.name
+    )
 
 
 def build_deployment(
@@ -143,8 +145,8 @@ def build_deployment(
     return Deployment(
         [
             *stages,
-            Stage(WORKLOAD_NAMESPACES_STAGE, workload_namespaces(plan)),
-            Stage(STORAGE_STAGE, storage.objects(plan.storage)),
+            Stage(WORKLOAD_NAMESPACES_STAGE, recommended_labels(workload_namespaces(plan), "training-namespace")),
+            Stage(STORAGE_STAGE, recommended_labels(storage.objects(plan.storage), "shared-storage")),
             Stage(JOBS_STAGE, workloads),
         ]
     )

@@ -2,7 +2,8 @@
 
 ``000-namespace-mindx-dl.yaml``, ``005-customresourcedefinition-jobs.batch.volcano.sh.yaml``, ...
 ``kubectl apply -f DIR`` (files sorted by name) follows the install order, and a GitOps tool or a
-code review sees one stable file per object. The directory is replaced as a whole: the files are
+code review sees one stable file per object; the file ``Kustomization`` lists them for ``kubectl
+apply -k DIR`` and kustomize overlays. The directory is replaced as a whole: the files are
 written to a temporary directory beside it, which is then renamed into place; only a directory
 that an earlier render wrote (it holds the marker file ``.resumable-output``, which kubectl
 ignores) or an empty one is ever replaced.
@@ -47,7 +48,26 @@ def write_stack(objects: Sequence[Obj], out_dir: Union[str, os.PathLike[str]]) -
     if len(set(names)) != len(names):
         raise ValueError("two objects map to the same file name")
     files = [(name, to_yaml(obj)) for name, obj in zip(names, objects)]
-    return replace_directory(os.fspath(out_dir), files, option="--out", command="resumable render")
+    written = replace_directory(
+        os.fspath(out_dir), [*files, (KUSTOMIZATION, kustomization(names))], option="--out", command="resumable render"
+    )
+    return written[: len(files)]
+
+
+#: The kustomization file's name: one of the three kustomize reads (kustomization.yaml,
+#: kustomization.yml, Kustomization), the one without a YAML extension, because `kubectl apply
+#: -f DIR` reads every *.yaml file of DIR as an object and fails on a kustomization.yaml
+#: ("no matches for kind Kustomization"); this way both `-f DIR` and `-k DIR` work.
+KUSTOMIZATION = "Kustomization"
+
+
+def kustomization(names: Sequence[str]) -> str:
+    """A Kustomization listing the rendered files in install order (kustomize's default order
+    also puts namespaces and CRDs first)."""
+    head = "# Written by `resumable render`: `kubectl apply -k DIR` applies what `kubectl apply -f DIR` does.\n"
+    return head + yamlio.dump(
+        {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": list(names)}
+    )
 
 
 def write_stream(objects: Sequence[Obj], out: TextIO) -> None:
