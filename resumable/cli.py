@@ -230,13 +230,31 @@ EXAMPLES: Dict[str, str] = {
     "launch": "resumable launch --dry-run --profile /etc/resumable/profile.yaml --job gpt -- train.py --lr 1e-4",
     "doctor": "resumable doctor --format json   # in a training container\n  resumable doctor --node compute",
     "timeline": "resumable timeline /job/code/alllogs/resumable-timeline.jsonl --events",
-    "image": "resumable image context examples/pytorch-process-recovery.yaml --out build && podman build build",
+    "image": "resumable image context examples/pytorch-process-recovery.yaml --out build   # then run the printed "
+    "podman build line",
+    "image context": "resumable image context examples/pytorch-process-recovery.yaml --job llama-pretrain --out build",
+    "image patch-torchrun": "resumable image patch-torchrun --profile /etc/resumable/profile.yaml  # in a Dockerfile",
+    "image wheel-deps": "resumable image wheel-deps build/wheels | pip install -r /dev/stdin",
 }
+
+
+def _sub_parser(sub: Any, name: str) -> Optional[argparse.ArgumentParser]:
+    """The parser of ``name`` (``image context``: a command of a command), None if there is none."""
+    first, _, rest = name.partition(" ")
+    cmd: Optional[argparse.ArgumentParser] = sub.choices.get(first)
+    if cmd is None or not rest:
+        return cmd
+    for action in cmd._actions:
+        choices = getattr(action, "choices", None)
+        if isinstance(choices, dict) and rest in choices:
+            found: argparse.ArgumentParser = choices[rest]
+            return found
+    return None
 
 
 def _add_examples(sub: Any) -> None:
     for name, example in EXAMPLES.items():
-        cmd = sub.choices.get(name)
+        cmd = _sub_parser(sub, name)
         if cmd is not None:
             cmd.epilog = "example:\n  " + example
             cmd.formatter_class = argparse.RawDescriptionHelpFormatter

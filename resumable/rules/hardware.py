@@ -27,7 +27,8 @@ def mindcluster_release(profile: Profile, facts: List[JobFacts]) -> Iterable[Fin
         yield Finding(
             ["cluster.mindcluster"],
             "%r is not a MindCluster release (releases: %s; a service pack is written after its release, "
-            "e.g. 7.3.0.SPC1)" % (text, ", ".join(H.MINDCLUSTER_RELEASES)),
+            "e.g. 7.3.0.SPC1); the checks that depend on the release wait until it is one"
+            % (text, ", ".join(H.MINDCLUSTER_RELEASES)),
             "Write the release of the MindCluster packages the cluster runs (this project deploys %s)."
             % ", ".join(R.STACK_RELEASES),
         )
