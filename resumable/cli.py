@@ -27,6 +27,7 @@ from .api import PlanError, counts, load_plan
 from .binding import json_schema
 from .errors import ProfileErrors, ResumableError, for_people, shown
 from .fileio import Terminated
+from .plan.model import Note
 from .plan.text import render_text
 from .profile import Profile
 from .rules import format_violation
@@ -75,46 +76,36 @@ def _violation_json(v: Violation) -> Dict[str, object]:
     }
 
 
+def _outcome(
+    path: str,
+    summary: str,
+    violations: Sequence[Violation] = (),
+    problems: Sequence[str] = (),
+    notes: Sequence[Note] = (),
+    valid: bool = False,
+) -> Dict[str, object]:
+    return {
+        "profile": path,
+        "valid": valid,
+        "summary": summary,
+        "violations": [_violation_json(v) for v in violations],
+        "problems": list(problems),
+        "notes": [{"text": n.text, "source": n.source} for n in notes],
+    }
+
+
 def _validate_one(path: str, strict: bool) -> Dict[str, object]:
-    """The outcome of validating one profile, as ``validate --format json`` prints it."""
+    """The outcome of validating one profile, as ``validate --format json`` prints it: rule
+    violations, or the schema problems (``problems``) of a profile that could not be bound."""
     try:
         plan = load_plan(path, strict)
     except PlanError as exc:
-        return {
-            "profile": path,
-            "valid": False,
-            "summary": counts(exc.violations),
-            "violations": [_violation_json(v) for v in exc.violations],
-            "problems": [],
-            "notes": [],
-        }
+        return _outcome(path, counts(exc.violations), violations=exc.violations)
     except ProfileErrors as exc:
-        problems = [str(e) for e in exc.errors]
-        return {
-            "profile": path,
-            "valid": False,
-            "summary": exc.what,
-            "violations": [],
-            "problems": problems,
-            "notes": [],
-        }
+        return _outcome(path, exc.what, problems=[str(e) for e in exc.errors])
     except ResumableError as exc:
-        return {
-            "profile": path,
-            "valid": False,
-            "summary": "unreadable or not a profile",
-            "violations": [],
-            "problems": [str(exc)],
-            "notes": [],
-        }
-    return {
-        "profile": path,
-        "valid": True,
-        "summary": counts(plan.violations),
-        "violations": [_violation_json(v) for v in plan.violations],
-        "problems": [],
-        "notes": [{"text": n.text, "source": n.source} for n in plan.notes],
-    }
+        return _outcome(path, "unreadable or not a profile", problems=[str(exc)])
+    return _outcome(path, counts(plan.violations), plan.violations, notes=plan.notes, valid=True)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
