@@ -5,8 +5,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 EXAMPLE ?= examples/pytorch-process-recovery.yaml
 DEMO_OUT ?= out/demo
+# `make demo` has a virtualenv of its own with only what the demo runs: this checkout (editable)
+# and the checker of the rendered YAML (requirements-demo.txt). No torch, Ansible, molecule or Pulumi.
+DEMO_VENV ?= .venv-demo
+DEMO_BIN := $(DEMO_VENV)/bin
 
-.PHONY: demo test venv test-venv pulumi-venv lint typecheck pytest py38 ansible runtime-image bench-recovery docs clean
+.PHONY: demo demo-venv test venv test-venv pulumi-venv lint typecheck pytest py38 ansible runtime-image bench-recovery docs clean
 
 # The package alone (PyYAML is its only runtime dependency).
 $(BIN)/resumable: pyproject.toml
@@ -25,20 +29,35 @@ $(VENV)/.pulumi-deps: requirements.txt $(BIN)/resumable
 pulumi-venv: $(VENV)/.pulumi-deps
 
 # Everything the tests need; re-installed only when the requirements files change.
-$(VENV)/.test-deps: requirements-test.txt requirements.txt $(BIN)/resumable
+$(VENV)/.test-deps: requirements-test.txt requirements-demo.txt requirements.txt $(BIN)/resumable
+	@echo "==> $(VENV): the test toolchain (requirements-test.txt: Pulumi, torch, Ansible, molecule, linters); minutes on a fresh machine"
 	$(BIN)/python -m pip install -q -r requirements-test.txt
 	@touch $@ $(VENV)/.pulumi-deps
 
 test-venv: $(VENV)/.test-deps
 
-demo: test-venv
-	$(BIN)/resumable validate examples/*.yaml
-	$(BIN)/resumable plan $(EXAMPLE)
-	$(BIN)/resumable render $(EXAMPLE) --out $(DEMO_OUT)
-	$(BIN)/python tests/manifests/check_rendered.py $(DEMO_OUT)
+$(DEMO_VENV)/.demo-deps: pyproject.toml requirements-demo.txt
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "make demo: $(PYTHON) is Python " + sys.version.split()[0] + "; the YAML checker (jsonschema, kubernetes-validate) needs 3.10 or later: make demo PYTHON=python3.11")'
+	@echo "==> $(DEMO_VENV): a virtualenv for the demo ($$($(PYTHON) --version))"
+	@[ -x $(DEMO_BIN)/python ] || $(PYTHON) -m venv $(DEMO_VENV)
+	@echo "==> installing ascend-resumable from this checkout and the YAML checker (requirements-demo.txt)"
+	$(DEMO_BIN)/python -m pip install --disable-pip-version-check --no-compile -e . -r requirements-demo.txt
+	@touch $@
+
+demo-venv: $(DEMO_VENV)/.demo-deps
+
+demo: $(DEMO_VENV)/.demo-deps
+	@echo "==> validate every example profile"
+	$(DEMO_BIN)/resumable validate examples/*.yaml
+	@echo "==> the plan and recovery-time budget of $(EXAMPLE)"
+	$(DEMO_BIN)/resumable plan $(EXAMPLE)
+	@echo "==> render its whole deployment into $(DEMO_OUT)/"
+	$(DEMO_BIN)/resumable render $(EXAMPLE) --out $(DEMO_OUT)
+	@echo "==> check the rendered YAML: kubernetes-validate --strict, the AscendJob against the CRD the render wrote"
+	$(DEMO_BIN)/python tests/manifests/check_rendered.py $(DEMO_OUT)
 	@echo "rendered deployment: $(DEMO_OUT)/"
 
-PY_SOURCES := $(wildcard resumable components tests benchmarks scripts __main__.py ansible_collections roles molecule)
+PY_SOURCES := $(wildcard resumable resumable_pulumi tests benchmarks scripts __main__.py ansible_collections roles molecule)
 
 lint: test-venv
 	$(BIN)/ruff check $(PY_SOURCES)
@@ -70,4 +89,4 @@ bench-recovery: test-venv
 test: lint typecheck pytest py38 ansible runtime-image
 
 clean:
-	rm -rf $(VENV) out collections .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(DEMO_VENV) out collections .pytest_cache .mypy_cache .ruff_cache

@@ -217,7 +217,8 @@ def test_node_plan() -> None:
 def test_shared_volumes_and_mounts() -> None:
     plan = plan_of("pytorch-process-recovery.yaml")
     by_purpose = {v.mount_path: v for v in plan.storage}
-    assert by_purpose["/job/op_cache"].path == "/exports/ascend/op-cache"
+    assert by_purpose["/job/op_cache"].path == "/exports/ascend/training/llama-pretrain/op-cache"
+    assert by_purpose["/job/op_cache"].name == "llama-pretrain-op-cache"
     mounts = {v.name: v for v in plan.jobs[0].volumes}
     assert mounts["op-cache"].claim_name == by_purpose["/job/op_cache"].name
     assert mounts["op-cache"].mount_path == "/job/op_cache"

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, Dict
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,11 +39,10 @@ def fresh_venv() -> Path:
     return python
 
 
-def test_program_runs_in_a_venv_built_from_requirements() -> None:
-    python = fresh_venv()
+def run_stack(python: Path, stack: str) -> Dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
     done = subprocess.run(
-        [str(python), "tests/manifests/venv_runner.py", "mindspore-process-recovery"],
+        [str(python), "tests/manifests/venv_runner.py", stack],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -50,15 +50,25 @@ def test_program_runs_in_a_venv_built_from_requirements() -> None:
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    summary: Dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     for name, path in summary["modules"].items():
         where = str(Path(path).resolve())
-        if name == "resumable":
+        if name in ("resumable", "resumable_pulumi"):
             assert where.startswith(str(ROOT)), "the project is not installed from this checkout (-e .)"
         else:
             assert where.startswith(str(python.parent.parent.resolve())), f"{name} came from outside the venv"
-    types = summary["types"]
-    assert types["pulumi:providers:kubernetes"] == 1
-    assert types["docker-build:index:Image"] == 1
-    assert types["kubernetes:mindxdl.gitee.com/v1:AscendJob"] == 1
-    assert types["kubernetes:apps/v1:Deployment"] >= 4
+    return summary
+
+
+def test_program_runs_in_a_venv_built_from_requirements() -> None:
+    python = fresh_venv()
+    cluster = run_stack(python, "ascend-a2-cluster")["types"]  # the scheduling stack
+    assert cluster["pulumi:providers:kubernetes"] == 2
+    assert cluster["kubernetes:apps/v1:Deployment"] >= 4
+    assert "kubernetes:mindxdl.gitee.com/v1:AscendJob" not in cluster
+    summary = run_stack(python, "mindspore-process-recovery")  # a job stack on it: image and job
+    assert "pulumi_docker_build" in summary["modules"]
+    workload = summary["types"]
+    assert workload["docker-build:index:Image"] == 1
+    assert workload["kubernetes:mindxdl.gitee.com/v1:AscendJob"] == 1
+    assert "kubernetes:apps/v1:Deployment" not in workload

@@ -1,7 +1,7 @@
 """The MindCluster scheduling stack as Kubernetes objects (pure: standard library + PyYAML).
 
 ``build_stack(plan.scheduler)`` returns the objects in install order; the Pulumi component
-(``components/scheduler.py``) and ``resumable render`` (:mod:`resumable.manifests.render`) both use it.
+(``resumable_pulumi/scheduler.py``) and ``resumable render`` (:mod:`resumable.manifests.render`) both use it.
 """
 
 from __future__ import annotations

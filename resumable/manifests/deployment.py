@@ -2,7 +2,7 @@
 build spec and the jobs, as stages of plain Kubernetes objects.
 
 ``resumable render`` writes :meth:`Deployment.objects`; the Pulumi program deploys the same
-stages through its components (``components/``), the scheduler stages first. One function builds
+stages through its components (``resumable_pulumi/``), the scheduler stages first. One function builds
 both, so a rendered directory and a ``pulumi up`` never disagree.
 """
 

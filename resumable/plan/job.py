@@ -23,6 +23,7 @@ from .model import (
     Volume,
 )
 from .nodes import npu_resource
+from .storage import CHECKPOINTS, COMPILE_CACHE, volume_of
 
 #: The Volcano Job sample of the MindCluster samples repository.
 VCJOB_SAMPLE = (
@@ -209,13 +210,14 @@ def config_maps(f: JobFacts) -> List[ConfigMapPlan]:
 def volumes(f: JobFacts, storage: List[SharedVolumePlan]) -> List[Volume]:
     job = f.job
     vols = [Volume("shm", "/dev/shm", "empty_dir_memory", size_limit=SHM_SIZE, reason="RT06 step 5")]
-    by_path = {v.mount_path: v for v in storage}
-    if uses_compile_cache(f) and job.compile.cache_path in by_path:
-        v = by_path[job.compile.cache_path]
-        vols.append(Volume("op-cache", v.mount_path, "pvc", claim_name=v.name, reason="ASCEND_CACHE_PATH (RTO 表10)"))
-    if job.checkpoint.path in by_path:
-        v = by_path[job.checkpoint.path]
-        vols.append(Volume("checkpoints", v.mount_path, "pvc", claim_name=v.name, reason="checkpoints"))
+    cache = volume_of(storage, job.name, job.namespace, COMPILE_CACHE) if uses_compile_cache(f) else None
+    if cache is not None:
+        vols.append(
+            Volume("op-cache", cache.mount_path, "pvc", claim_name=cache.name, reason="ASCEND_CACHE_PATH (RTO 表10)")
+        )
+    ckpt = volume_of(storage, job.name, job.namespace, CHECKPOINTS)
+    if ckpt is not None:
+        vols.append(Volume("checkpoints", ckpt.mount_path, "pvc", claim_name=ckpt.name, reason="checkpoints"))
     if job.kind == "vcjob":
         vols.append(
             Volume(

@@ -1,52 +1,76 @@
-"""The shared-storage part of the plan: volumes Pulumi provisions (PV/PVC) and the jobs mount."""
+"""The shared-storage part of the plan: volumes Pulumi provisions (PV/PVC) and the jobs mount.
+
+Every volume belongs to one job and one purpose, and its names come from them alone: the claim is
+``<job>-<purpose>`` in the job's namespace and the NFS directory ``<export>/<namespace>/<job>/<purpose>``.
+Nothing is numbered, so adding, removing or reordering jobs never moves a job's checkpoints or its
+compile cache to another directory (a claim named by position would be handed to whichever job
+sorts first; Pulumi would update it in place and bind the running job to an empty directory).
+"""
 
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional
 
 from ..facts import JobFacts, uses_compile_cache
 from ..profile import Profile
 from .model import SharedVolumePlan
 
+#: the purposes a job's shared volumes serve, as they appear in the names
+COMPILE_CACHE = "op-cache"
+CHECKPOINTS = "checkpoints"
+
+
+def volume_name(job: str, purpose: str) -> str:
+    """The claim name of ``job``'s volume for ``purpose`` (unique in the job's namespace, since job
+    names are: rule unique-job-names)."""
+    return "%s-%s" % (job, purpose)
+
+
+def volume_of(storage: List[SharedVolumePlan], job: str, namespace: str, purpose: str) -> Optional[SharedVolumePlan]:
+    """The planned volume of ``job`` for ``purpose``, or None when the plan provisions none."""
+    name = volume_name(job, purpose)
+    return next((v for v in storage if v.name == name and v.namespaces == [namespace]), None)
+
 
 def build_storage(profile: Profile, facts: List[JobFacts]) -> List[SharedVolumePlan]:
-    """Volumes for the compile caches and the checkpoints. The ranktable needs none: the operator
-    writes hccl.json to its host directory /user/mindx-dl/ranktable and the training pods read it
-    through a hostPath volume; both hosts mount <nfs export>/ranktable there (plan.nodes
-    shared_mounts), so there is no claim to provision or size."""
+    """Per job a volume for its compile cache (when it uses one) and one for its checkpoints. The
+    ranktable needs none: the operator writes hccl.json to its host directory /user/mindx-dl/ranktable
+    and the training pods read it through a hostPath volume; both hosts mount <nfs export>/ranktable
+    there (plan.nodes shared_mounts), so there is no claim to provision or size."""
     s = profile.storage
     if s.nfs is None and s.storage_class is None:
         return []
     kind = "nfs" if s.nfs is not None else "storage_class"
-    base = profile.cluster.name
 
-    def vol(purpose: str, sub: str, mount: str, size: str, users: List[JobFacts]) -> SharedVolumePlan:
+    def vol(f: JobFacts, purpose: str, what: str, mount: str, size: str) -> SharedVolumePlan:
+        job = f.job
         return SharedVolumePlan(
-            name="%s-%s" % (base, sub),
-            purpose=purpose,
+            name=volume_name(job.name, purpose),
+            purpose=what,
             mount_path=mount,
             storage=kind,
             server=s.nfs.server if s.nfs is not None else None,
-            path=("%s/%s" % (s.nfs.path.rstrip("/"), sub)) if s.nfs is not None else None,
+            path=(
+                "%s/%s/%s/%s" % (s.nfs.path.rstrip("/"), job.namespace, job.name, purpose)
+                if s.nfs is not None
+                else None
+            ),
             storage_class=s.storage_class,
             size=size,
-            namespaces=sorted({f.job.namespace for f in users}),
+            namespaces=[job.namespace],
         )
 
     out: List[SharedVolumePlan] = []
-    cache_paths = sorted({f.job.compile.cache_path for f in facts if uses_compile_cache(f)})
-    for i, path in enumerate(cache_paths):
-        out.append(
-            vol(
-                "compile cache (ASCEND_CACHE_PATH, MindSpore graph cache)",
-                "op-cache" + ("-%d" % i if i else ""),
-                path,
-                s.cache_size,
-                [f for f in facts if uses_compile_cache(f) and f.job.compile.cache_path == path],
+    for f in sorted(facts, key=lambda f: (f.job.namespace, f.job.name)):
+        if uses_compile_cache(f):
+            out.append(
+                vol(
+                    f,
+                    COMPILE_CACHE,
+                    "compile cache (ASCEND_CACHE_PATH, MindSpore graph cache)",
+                    f.job.compile.cache_path,
+                    s.cache_size,
+                )
             )
-        )
-    ckpt_paths = sorted({f.job.checkpoint.path for f in facts})
-    for i, path in enumerate(ckpt_paths):
-        users = [f for f in facts if f.job.checkpoint.path == path]
-        out.append(vol("checkpoints", "checkpoints" + ("-%d" % i if i else ""), path, s.checkpoint_size, users))
+        out.append(vol(f, CHECKPOINTS, "checkpoints", f.job.checkpoint.path, s.checkpoint_size))
     return out

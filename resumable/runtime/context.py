@@ -244,7 +244,12 @@ def prepare_context(plan: Plan, job_name: Optional[str], out_dir: str) -> ImageC
             "Set image.%s (the version) and image.wheels.%s (file and sha256)." % (missing[0], missing[0]),
         )
     if not os.path.isfile(DOCKERFILE):
-        raise ResumableError("is missing from the installed package", DOCKERFILE, "Reinstall resumable.")
+        raise ResumableError(
+            "is missing from the installed package (it is package data of the %s distribution)" % DISTRIBUTION,
+            DOCKERFILE,
+            "Install %s from a wheel or a checkout (`pip install --force-reinstall %s` or `pip install .`); "
+            "a copy of the resumable/ folder alone has no recipe." % (DISTRIBUTION, DISTRIBUTION),
+        )
     out = os.path.abspath(out_dir)
     previous = _claim(out)
     # build into a fresh staging directory next to out, then move the pieces in: a failure half-way

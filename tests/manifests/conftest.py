@@ -7,7 +7,7 @@ from typing import Any, Iterator
 
 import pytest
 
-# The Pulumi mocks are set before any test module imports ``components`` (which needs the
+# The Pulumi mocks are set before any test module imports ``resumable_pulumi`` (which needs the
 # repository root on sys.path, as Pulumi's language host has it): every module runs alone too.
 from . import pulumi_mocks  # noqa: F401
 

@@ -1,4 +1,4 @@
-"""One Pulumi mock runtime for every Pulumi test module (set once, before ``components`` is
+"""One Pulumi mock runtime for every Pulumi test module (set once, before ``resumable_pulumi`` is
 imported).
 
 The monitor records every RegisterResource request as the engine would receive it (parent,
@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import runpy
 import sys
-import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
@@ -24,6 +22,8 @@ from typing import Any, Callable, Dict, List, Optional
 import pulumi
 import yaml
 from pulumi.runtime.mocks import MockMonitor
+
+from . import pulumi_config
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
@@ -46,10 +46,15 @@ def image_digest(name: str) -> str:
 class Mocks(pulumi.runtime.Mocks):
     def __init__(self) -> None:
         self.resources: List[pulumi.runtime.MockResourceArgs] = []
+        #: outputs of other stacks by name, for StackReference
+        self.stack_outputs: Dict[str, Dict[str, Any]] = {}
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> Any:
         self.resources.append(args)
         outputs = dict(args.inputs)
+        if args.typ == "pulumi:pulumi:StackReference":
+            # the engine reads the referenced stack's outputs (tests put them in stack_outputs)
+            return [args.name, {"name": args.name, "outputs": self.stack_outputs.get(args.name, {})}]
         if args.typ == "docker-build:index:Image":
             digest = image_digest(args.name)
             outputs["digest"] = digest
@@ -106,6 +111,7 @@ def settle_leftovers(timeout: float = 10.0) -> None:
 def reset() -> None:
     settle_leftovers()
     MOCKS.resources.clear()
+    MOCKS.stack_outputs.clear()
     MONITOR.requests.clear()
 
 
@@ -174,57 +180,70 @@ def stack_config(path: Path) -> Dict[str, Any]:
     return dict(doc.get("config") or {})
 
 
-def project_defaults() -> Dict[str, Any]:
-    """Non-project config values Pulumi.yaml sets (pulumi:disable-default-providers)."""
-    doc = yaml.safe_load((ROOT / "Pulumi.yaml").read_text(encoding="utf-8"))
-    return {k: v["value"] for k, v in doc["config"].items() if isinstance(v, dict) and "value" in v}
+def project() -> Dict[str, Any]:
+    doc: Dict[str, Any] = yaml.safe_load((ROOT / "Pulumi.yaml").read_text(encoding="utf-8"))
+    return doc
 
 
-def run_program(config: Dict[str, Any], secret_keys: Optional[List[str]] = None) -> Dict[str, Any]:
-    """Run __main__.py under the mocks with ``config`` (keys with or without the project prefix)."""
-    values = {}
-    for key, value in {**project_defaults(), **config}.items():
+def merged_config(
+    config: Dict[str, Any], secret_keys: Optional[List[str]] = None, stack: str = "test", validate: bool = True
+) -> Dict[str, pulumi_config.Value]:
+    """``config`` (keys with or without the project prefix, as a Pulumi.<stack>.yaml holds them)
+    merged with Pulumi.yaml the way the CLI merges it (tests/manifests/pulumi_config.py); the keys in
+    ``secret_keys`` are held as secure values, as ``pulumi config set --secret`` stores them."""
+    secrets = {k if ":" in k else f"{PROJECT}:{k}" for k in (secret_keys or [])}
+    values: Dict[str, Any] = {}
+    for key, value in config.items():
         full = key if ":" in key else f"{PROJECT}:{key}"
-        values[full] = value if isinstance(value, str) else json.dumps(value)
-    secrets = [k if ":" in k else f"{PROJECT}:{k}" for k in (secret_keys or [])]
-    pulumi.runtime.set_all_config(values, secrets)
+        values[full] = {"secure": value} if full in secrets else value
+    return pulumi_config.merge(stack, project(), values, validate=validate)
+
+
+def run_program(
+    config: Dict[str, Any], secret_keys: Optional[List[str]] = None, validate: bool = True
+) -> Dict[str, Any]:
+    """Run __main__.py under the mocks on ``config`` after the CLI's merge with Pulumi.yaml (a
+    :class:`pulumi_config.ConfigError` is what ``pulumi preview`` would print instead of running
+    the program). ``validate=False`` merges as ``pulumi preview --skip-config-validation`` does
+    (defaults applied, nothing refused), to reach the program's own checks."""
+    merged = merged_config(config, secret_keys, validate=validate)
+    pulumi.runtime.set_all_config(pulumi_config.program_config(merged), pulumi_config.secret_keys(merged))
     try:
         return runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
     finally:
         pulumi.runtime.set_all_config({})
 
 
-@dataclass
-class StubContext:
-    path: str
-    dockerfile: str
-    build_args: Dict[str, str]
-    wheels: List[str]
-
-
-def stub_prepare_context(plan: Any, job_name: str, out_dir: str) -> StubContext:
-    """A stand-in for ``resumable.runtime.context.prepare_context`` honouring its contract (a
-    directory holding the Dockerfile, BASE_IMAGE among the build args, the wheel file names); the
-    real one is tested where it is written."""
-    job = next(j for j in plan.jobs if j.name == job_name)
-    path = Path(out_dir)
-    path.mkdir(parents=True, exist_ok=True)
-    (path / "Dockerfile").write_text("ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\n", encoding="utf-8")
-    return StubContext(
-        path=str(path),
-        dockerfile="Dockerfile",
-        build_args={"BASE_IMAGE": job.image.base or "ubuntu:22.04"},
-        wheels=[Path(w.file).name for w in job.image.wheels if w.file],
-    )
+def example_profile(name: str, tmp_path: Path) -> Path:
+    """examples/<name>.yaml as a user deploys it: copied with the vendor wheel files it names
+    created beside it (files the test writes, not vendor artefacts) and each ``sha256`` replaced
+    by the sum of that file, as the example's comment asks."""
+    doc = yaml.safe_load((ROOT / "examples" / f"{name}.yaml").read_text(encoding="utf-8"))
+    target = tmp_path / "profiles" / f"{name}.yaml"
+    for job in doc.get("jobs") or []:
+        for entry in ((job.get("image") or {}).get("wheels") or {}).values():
+            if "file" not in entry:
+                continue
+            path = target.parent / entry["file"]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(f"test wheel {path.name}\n".encode())  # one content per file name: profiles share files
+            entry["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return target
 
 
 class FakeNodes:
-    """The API server's answer to "which nodes carry these labels" (components/readiness.py):
+    """The API server's answer to "which nodes carry these labels" (resumable_pulumi/readiness.py):
     ``labelled`` holds the label=value pairs present on at least one node (all on one node)."""
 
-    def __init__(self, labelled: Optional[Dict[str, str]] = None, fail: Optional[Exception] = None) -> None:
+    def __init__(
+        self, labelled: Optional[Dict[str, str]] = None, fail: Optional[Exception] = None, nodes: int = 1
+    ) -> None:
         self.labelled = labelled
         self.fail = fail
+        #: how many nodes carry the labels asked for
+        self.nodes = nodes
         self.asked: List[str] = []
 
     def counter(self, kubeconfig: Optional[str], context: Optional[str]) -> Callable[[str], int]:
@@ -234,27 +253,31 @@ class FakeNodes:
         def count(selector: str) -> int:
             self.asked.append(selector)
             if self.labelled is None:
-                return 1
+                return self.nodes
             wanted = dict(pair.split("=", 1) for pair in selector.split(","))
-            return 1 if all(self.labelled.get(k) == v for k, v in wanted.items()) else 0
+            return self.nodes if all(self.labelled.get(k) == v for k, v in wanted.items()) else 0
 
         return count
 
 
-def install_stub_context(monkeypatch: Any, tmp_path: Path, nodes: Optional[FakeNodes] = None) -> FakeNodes:
-    """Run the program from the project directory (as Pulumi does) with image build contexts
-    prepared by :func:`stub_prepare_context` under ``tmp_path`` and the node check answered by
-    ``nodes`` (default: every label is on some node), never by a real cluster."""
-    import components.readiness
+def install_program(monkeypatch: Any, tmp_path: Path, nodes: Optional[FakeNodes] = None) -> FakeNodes:
+    """Run the program from the project directory (as Pulumi does) with the real build-context code
+    writing under ``tmp_path`` and the node check answered by ``nodes`` (default: every label is on
+    some node), never by a real cluster."""
+    import resumable_pulumi.image
+    import resumable_pulumi.readiness
 
     nodes = nodes or FakeNodes()
-    monkeypatch.setattr(components.readiness, "cluster_node_counter", nodes.counter)
-
-    def prepare(plan: Any, job_name: str, out_dir: str) -> StubContext:
-        return stub_prepare_context(plan, job_name, str(tmp_path / out_dir))
-
-    module = types.ModuleType("resumable.runtime.context")
-    module.prepare_context = prepare  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "resumable.runtime.context", module)
+    monkeypatch.setattr(resumable_pulumi.readiness, "cluster_node_counter", nodes.counter)
+    monkeypatch.setattr(resumable_pulumi.image, "CONTEXT_DIR", str(tmp_path / "image-context"))
     monkeypatch.chdir(ROOT)
     return nodes
+
+
+def shipped_config(name: str, tmp_path: Path) -> Dict[str, Any]:
+    """Pulumi.<name>.yaml as shipped, its profile the example with the wheel files in place."""
+    config = stack_config(ROOT / f"Pulumi.{name}.yaml")
+    profile = config.get(f"{PROJECT}:profile", "")
+    if profile.startswith("examples/"):
+        config[f"{PROJECT}:profile"] = str(example_profile(Path(profile).stem, tmp_path))
+    return config

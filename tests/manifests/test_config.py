@@ -10,24 +10,38 @@ import pulumi
 import pytest
 import yaml
 
-from .pulumi_mocks import MOCKS, ROOT, install_stub_context, reset, run_program, stack_config
+from .pulumi_config import ConfigError
+from .pulumi_mocks import MOCKS, ROOT, install_program, reset, run_program, shipped_config
 
-BASE = "Pulumi.pytorch-process-recovery.yaml"
+STACK = "pytorch-process-recovery"
 
 
-def fails(monkeypatch: Any, tmp_path: Path, config: Dict[str, Any], pattern: str) -> str:
+def fails(monkeypatch: Any, tmp_path: Path, config: Dict[str, Any], pattern: str, validate: bool = True) -> str:
     reset()
-    install_stub_context(monkeypatch, tmp_path)
+    install_program(monkeypatch, tmp_path)
     with pytest.raises(pulumi.RunError, match=pattern) as info:
-        run_program(config)
+        run_program(config, validate=validate)
     message = str(info.value)
     assert "\n" not in message and "Traceback" not in message
     assert MOCKS.kubernetes() == [], "resources were registered before the config was checked"
     return message
 
 
-def base(**changes: Any) -> Dict[str, Any]:
-    config = dict(stack_config(ROOT / BASE))
+def refused_by_cli(config: Dict[str, Any], pattern: str) -> None:
+    """``pulumi preview`` stops before the program runs (pkg/workspace/config.go mergeConfig)."""
+    reset()
+    with pytest.raises(ConfigError, match=pattern):
+        run_program(config)
+    assert MOCKS.resources == []
+
+
+def base(tmp_path: Path, **changes: Any) -> Dict[str, Any]:
+    # the stack as one that installs the scheduling stack too (it is a workload stack as shipped)
+    config = {
+        **shipped_config(STACK, tmp_path),
+        "ascend-resumable:stackRole": "all",
+        "ascend-resumable:clusterStack": "",
+    }
     for key, value in changes.items():
         full = f"ascend-resumable:{key}"
         if value is None:
@@ -37,28 +51,83 @@ def base(**changes: Any) -> Dict[str, Any]:
     return config
 
 
+#: mistakes the CLI's type check catches before the program (Pulumi.yaml declares the types)
+TYPED = [
+    ({"readyTimeout": "soon"}, "readyTimeout", "integer", r"stack config readyTimeout: is not an integer"),
+    ({"pushImages": "maybe"}, "pushImages", "boolean", r"stack config pushImages: is not true or false"),
+    ({"retainOnDelete": "keep"}, "retainOnDelete", "boolean", r"stack config retainOnDelete: is not true or false"),
+    ({"images": "just-a-string"}, "images", "object", r"stack config images: is not a mapping"),
+    (
+        {"crdSources": "ascend-operator.yaml"},
+        "crdSources",
+        "array<string>",
+        r"stack config crdSources: is not a list of file paths",
+    ),
+]
+
+
+@pytest.mark.parametrize("changes, key, type_name, _", TYPED)
+def test_the_cli_refuses_a_value_of_the_wrong_type(
+    tmp_path: Path, changes: Dict[str, Any], key: str, type_name: str, _: str
+) -> None:
+    refused_by_cli(
+        base(tmp_path, **changes), rf"Stack 'test' with configuration key '{key}' must be of type '{type_name}'"
+    )
+
+
+@pytest.mark.parametrize("changes, _key, _type, pattern", TYPED)
+def test_the_program_says_the_same_when_validation_is_skipped(
+    monkeypatch: Any, tmp_path: Path, changes: Dict[str, Any], _key: str, _type: str, pattern: str
+) -> None:
+    """``--skip-config-validation`` (or an Automation API caller) still gets one clear error."""
+    fails(monkeypatch, tmp_path, base(tmp_path, **changes), pattern, validate=False)
+
+
+def test_the_only_required_key_is_profile(tmp_path: Path) -> None:
+    refused_by_cli({}, r"\AStack 'test' is missing configuration value 'profile'\Z")
+    refused_by_cli({"context": "x"}, r"\AStack 'test' is missing configuration value 'profile'\Z")
+
+
+def test_every_problem_in_one_error(monkeypatch: Any, tmp_path: Path) -> None:
+    config = base(tmp_path, profile=None, readyTimeout="5", imageRegistry="https://r.example.com")
+    message = fails(monkeypatch, tmp_path, config, r"stack config profile: is not set", validate=False)
+    assert "stack config readyTimeout: 5 is outside" in message
+    assert "stack config imageRegistry: 'https://r.example.com' is not a registry prefix" in message
+
+
 @pytest.mark.parametrize(
     "changes, pattern",
     [
-        ({"profile": None}, r"stack config profile: is not set\. Name the profile"),
-        ({"readyTimeout": "soon"}, r"stack config readyTimeout: is not an integer"),
         ({"readyTimeout": "5"}, r"stack config readyTimeout: 5 is outside 10\.\.3600"),
-        ({"pushImages": "maybe"}, r"stack config pushImages: is not true or false"),
-        ({"retainOnDelete": "keep"}, r"stack config retainOnDelete: is not true or false"),
         ({"images": {"llama-pretrain": "Not A Reference"}}, r"stack config images\.llama-pretrain: .* is not an image"),
         ({"images": {"no-such-job": "r.example.com/a:1"}}, r"stack config images: no job named no-such-job"),
-        ({"images": "just-a-string"}, r"stack config images: is not a mapping"),
         ({"imageRegistry": "https://registry.example.com"}, r"stack config imageRegistry: .* is not a registry prefix"),
-        ({"crdSources": "ascend-operator.yaml"}, r"stack config crdSources: is not a list of file paths"),
         ({"crdSources": ["/no/such/ascend-operator.yaml"]}, r"/no/such/ascend-operator\.yaml"),
+        ({"stackRole": "everything"}, r"stack config stackRole: 'everything' is not all, cluster or workload"),
+        ({"clusterStack": "org/ascend-resumable/a2"}, r"stack config clusterStack: only a workload stack"),
+        ({"registryUsername": "robot"}, r"stack config registryPassword: is not set but registryUsername is"),
+        ({"registryPassword": "t0ken"}, r"stack config registryUsername: is not set but registryPassword is"),
+        ({"pushImages": False}, r"stack config pushImages: false leaves job llama-pretrain on an image no node"),
+        (
+            {"stackRole": "workload", "crdSources": ["ascend-operator.yaml"]},
+            r"stack config crdSources: a workload stack deploys no CRD",
+        ),
     ],
 )
 def test_bad_stack_config(monkeypatch: Any, tmp_path: Path, changes: Dict[str, Any], pattern: str) -> None:
-    fails(monkeypatch, tmp_path, base(**changes), pattern)
+    fails(monkeypatch, tmp_path, base(tmp_path, **changes), pattern)
+
+
+def test_push_images_false_with_a_prebuilt_reference_is_fine(monkeypatch: Any, tmp_path: Path) -> None:
+    reset()
+    install_program(monkeypatch, tmp_path)
+    config = base(tmp_path, pushImages=False, images={"llama-pretrain": "registry.example.com/ai/llama:1"})
+    deployment = run_program(config)["deployment"]
+    assert deployment["images"]["llama-pretrain"].image is None
 
 
 def test_a_built_image_needs_somewhere_to_go(monkeypatch: Any, tmp_path: Path) -> None:
-    config = dict(stack_config(ROOT / "Pulumi.pytorch-pod-rescheduling.yaml"))
+    config = shipped_config("pytorch-pod-rescheduling", tmp_path)
     del config["ascend-resumable:imageRegistry"]
     fails(
         monkeypatch, tmp_path, config, r"job gpt-pod-level has no image reference to push to; set jobs\[\]\.image\.name"
@@ -66,13 +135,13 @@ def test_a_built_image_needs_somewhere_to_go(monkeypatch: Any, tmp_path: Path) -
 
 
 def test_missing_profile_file(monkeypatch: Any, tmp_path: Path) -> None:
-    fails(monkeypatch, tmp_path, base(profile=str(tmp_path / "nope.yaml")), r"nope\.yaml: no such file")
+    fails(monkeypatch, tmp_path, base(tmp_path, profile=str(tmp_path / "nope.yaml")), r"nope\.yaml: no such file")
 
 
 def test_profile_that_does_not_bind(monkeypatch: Any, tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("cluster:\n  name: x\n  mindcluster: '7.3.0'\n  no_such_key: 1\n")
-    fails(monkeypatch, tmp_path, base(profile=str(bad)), r"bad.yaml: cluster: unknown key")
+    fails(monkeypatch, tmp_path, base(tmp_path, profile=str(bad)), r"bad.yaml: cluster: unknown key")
 
 
 def test_invalid_profile_lists_its_violations(monkeypatch: Any, tmp_path: Path) -> None:
@@ -82,5 +151,5 @@ def test_invalid_profile_lists_its_violations(monkeypatch: Any, tmp_path: Path) 
     profile["jobs"][0]["volumes"] = [{"name": "code", "mount_path": "/dev/shm", "host_path": "/data"}]
     bad = tmp_path / "invalid.yaml"
     bad.write_text(yaml.safe_dump(profile))
-    message = fails(monkeypatch, tmp_path, base(profile=str(bad)), r"invalid \(2 errors, 0 warnings\)")
+    message = fails(monkeypatch, tmp_path, base(tmp_path, profile=str(bad)), r"invalid \(2 errors, 0 warnings\)")
     assert "[retry-restart-policy]" in message and "[job-volumes]" in message

@@ -20,8 +20,8 @@ sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "runtime"))
 
 import build_fixtures  # noqa: E402
 
-from components.image import RuntimeImage, RuntimeImageArgs  # noqa: E402
 from resumable.api import load_plan  # noqa: E402
+from resumable_pulumi.image import RuntimeImage, RuntimeImageArgs  # noqa: E402
 
 
 def _sha(path: str) -> str:

@@ -7,6 +7,7 @@ kind and replicas, and whether the image is built (and pushed where) or taken fr
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Dict, List, NamedTuple, Optional, Set
 
@@ -19,12 +20,13 @@ from .pulumi_mocks import (
     ROOT,
     SECRET_SIG,
     image_digest,
-    install_stub_context,
+    install_program,
     kubernetes_objects,
     pulumi_test,
     registered,
     reset,
     run_program,
+    shipped_config,
     stack_config,
     stack_files,
 )
@@ -41,6 +43,7 @@ class Expected(NamedTuple):
     job: str  # Kind/namespace/name
     replicas: Dict[str, int]
     built: Optional[str]  # the tag pushed, None: a prebuilt reference from config
+    role: str = "all"  # stackRole: all, or workload on the ascend-a2-cluster stack
 
 
 EXPECTED: Dict[str, Expected] = {
@@ -48,8 +51,8 @@ EXPECTED: Dict[str, Expected] = {
         "7.3.0",
         "1.28",
         {"training"},
-        {"a2-cluster-op-cache-training", "a2-cluster-checkpoints-training"},
-        {"training/a2-cluster-op-cache", "training/a2-cluster-checkpoints"},
+        {"llama-pretrain-op-cache-training", "llama-pretrain-checkpoints-training"},
+        {"training/llama-pretrain-op-cache", "training/llama-pretrain-checkpoints"},
         {
             "training/resumable-image-llama-pretrain",
             "training/resumable-profile-llama-pretrain",
@@ -58,13 +61,14 @@ EXPECTED: Dict[str, Expected] = {
         "AscendJob/training/llama-pretrain",
         {"Master": 1, "Worker": 3},
         "registry.example.com/ai/mindspeed-llm:2.3.0",
+        "workload",
     ),
     "mindspore-process-recovery": Expected(
         "7.3.0",
         "1.28",
         {"training"},
         set(),
-        {"training/a2-ms-op-cache", "training/a2-ms-checkpoints"},
+        {"training/qwen-mindformers-op-cache", "training/qwen-mindformers-checkpoints"},
         {
             "training/resumable-image-qwen-mindformers",
             "training/resumable-profile-qwen-mindformers",
@@ -73,13 +77,14 @@ EXPECTED: Dict[str, Expected] = {
         "AscendJob/training/qwen-mindformers",
         {"Scheduler": 1, "Worker": 2},
         "registry.example.com/ai/qwen-mindformers:7.3.0",
+        "workload",
     ),
     "pytorch-pod-rescheduling": Expected(
         "7.3.0",
         "1.28",
         {"training"},
-        {"a2-pod-checkpoints-training"},
-        {"training/a2-pod-checkpoints"},
+        {"gpt-pod-level-checkpoints-training"},
+        {"training/gpt-pod-level-checkpoints"},
         {
             "training/resumable-image-gpt-pod-level",
             "training/resumable-profile-gpt-pod-level",
@@ -88,13 +93,14 @@ EXPECTED: Dict[str, Expected] = {
         "AscendJob/training/gpt-pod-level",
         {"Master": 1, "Worker": 1},
         "registry.example.com/ai/gpt-pod-level:7.3.0",
+        "workload",
     ),
     "job-level-minimal": Expected(
         "6.0.0",
         "1.25",
         set(),
-        {"ascend-checkpoints-default"},
-        {"default/ascend-checkpoints"},
+        {"bert-job-level-checkpoints-default"},
+        {"default/bert-job-level-checkpoints"},
         {"default/resumable-image-bert-job-level", "default/resumable-profile-bert-job-level"},
         "AscendJob/default/bert-job-level",
         {"Master": 1, "Worker": 1},
@@ -104,8 +110,8 @@ EXPECTED: Dict[str, Expected] = {
         "6.0.0",
         "1.25",
         set(),
-        {"ascend-checkpoints-default"},
-        {"default/ascend-checkpoints"},
+        {"llama2-legacy-checkpoints-default"},
+        {"default/llama2-legacy-checkpoints"},
         {
             "default/resumable-image-llama2-legacy",
             "default/resumable-profile-llama2-legacy",
@@ -116,7 +122,19 @@ EXPECTED: Dict[str, Expected] = {
         None,
     ),
 }
-STACKS = [p.name[len("Pulumi.") : -len(".yaml")] for p in stack_files()]
+#: cluster.name of each example (the provider's clusterIdentifier)
+CLUSTER_NAMES = {
+    "pytorch-process-recovery": "a2-cluster",
+    "mindspore-process-recovery": "a2-ms",
+    "pytorch-pod-rescheduling": "a2-pod",
+    "job-level-minimal": "ascend",
+    "legacy-6.0-pod-rescheduling": "ascend",
+}
+ALL_STACKS = [p.name[len("Pulumi.") : -len(".yaml")] for p in stack_files()]
+#: the stacks of one cluster's scheduling stack (stackRole cluster), with the profile they take it from
+CLUSTER_STACKS = {"ascend-a2-cluster": "pytorch-process-recovery"}
+#: the stacks that deploy jobs, one per example
+STACKS = [n for n in ALL_STACKS if n not in CLUSTER_STACKS]
 
 
 def test_one_stack_per_example() -> None:
@@ -124,7 +142,25 @@ def test_one_stack_per_example() -> None:
     assert sorted(STACKS) == examples
     assert sorted(EXPECTED) == examples
     for name in STACKS:
-        assert stack_config(ROOT / f"Pulumi.{name}.yaml")["ascend-resumable:profile"] == f"examples/{name}.yaml"
+        config = stack_config(ROOT / f"Pulumi.{name}.yaml")
+        assert config["ascend-resumable:profile"] == f"examples/{name}.yaml"
+        assert config.get("ascend-resumable:stackRole", "all") == EXPECTED[name].role
+
+
+def test_one_scheduling_stack_per_cluster() -> None:
+    """Stacks on one kubeconfig context: at most one installs the scheduling stack; the others are
+    workload stacks that reference it by name."""
+    by_context: Dict[str, List[str]] = {}
+    for name in ALL_STACKS:
+        by_context.setdefault(stack_config(ROOT / f"Pulumi.{name}.yaml")["ascend-resumable:context"], []).append(name)
+    for context, names in by_context.items():
+        roles = {n: stack_config(ROOT / f"Pulumi.{n}.yaml").get("ascend-resumable:stackRole", "all") for n in names}
+        installers = [n for n, role in roles.items() if role in ("all", "cluster")]
+        assert len(installers) == 1, f"context {context}: {installers} all install the scheduling stack"
+        for n, role in roles.items():
+            if role == "workload":
+                ref = stack_config(ROOT / f"Pulumi.{n}.yaml")["ascend-resumable:clusterStack"]
+                assert ref.rsplit("/", 1)[1] == installers[0], f"{n} references {ref}, not {installers[0]}"
 
 
 def test_default_providers_disabled_and_requirements_beside_the_project() -> None:
@@ -135,16 +171,19 @@ def test_default_providers_disabled_and_requirements_beside_the_project() -> Non
     assert project["runtime"]["options"] == {"toolchain": "pip", "virtualenv": ".venv"}
     reqs = [line.split("==")[0].strip() for line in (ROOT / "requirements.txt").read_text().splitlines()]
     assert {"pulumi", "pulumi-kubernetes", "pulumi-docker-build", "-e ."} <= set(reqs)
-    assert project["config"]["kubeconfig"]["secret"] is True
+    # optional secrets are not declared: a declared secret key is required in every stack (or its
+    # default, which is never encrypted, fails the CLI's secret check: pkg/workspace/config.go:128)
+    for key in ("kubeconfig", "dockerConfigJson", "registryPassword"):
+        assert key not in project["config"]
 
 
 @pytest.fixture
 def program(monkeypatch: Any, tmp_path: Path) -> Any:
     reset()
-    install_stub_context(monkeypatch, tmp_path)
+    install_program(monkeypatch, tmp_path)
 
     def run(name: str, extra: Optional[Dict[str, Any]] = None, secrets: Optional[List[str]] = None) -> Any:
-        config = {**stack_config(ROOT / f"Pulumi.{name}.yaml"), **(extra or {})}
+        config = {**shipped_config(name, tmp_path), **(extra or {})}
         return run_program(config, secrets)["deployment"]
 
     return run
@@ -154,7 +193,8 @@ def done(deployment: Dict[str, Any], check: Any) -> Any:
     """Run ``check`` once every child of every component is registered."""
     children: List[Any] = []
     for part in ("scheduler", "storage", "jobs"):
-        children += list(deployment[part].resources.values())
+        if deployment[part] is not None:  # a workload stack has no scheduler, a cluster stack no jobs
+            children += list(deployment[part].resources.values())
     children += [i.image for i in deployment["images"].values() if i.image is not None]
     waits = [c.urn for c in children] + [i.ref for i in deployment["images"].values()]
     return pulumi.Output.all(*waits).apply(check)
@@ -183,13 +223,24 @@ def test_resource_graph(program: Any, name: str) -> Any:
         by_type: Dict[str, int] = {}
         for r in registered():
             by_type[r.type] = by_type.get(r.type, 0) + 1
-        assert by_type["pulumi:providers:kubernetes"] == 1
-        assert by_type["ascend-resumable:stack:MindClusterScheduler"] == 1
+        assert by_type["pulumi:providers:kubernetes"] == 2  # the default one and the one that upserts
+        assert by_type.get("ascend-resumable:stack:MindClusterScheduler", 0) == (1 if exp.role == "all" else 0)
         assert by_type["ascend-resumable:stack:SharedStorage"] == 1
         assert by_type["ascend-resumable:stack:TrainingJobs"] == 1
         assert by_type["ascend-resumable:stack:RuntimeImage"] == 1
         assert by_type.get("docker-build:index:Image", 0) == (1 if exp.built else 0)
         created_ns = keys("Namespace") - {"mindx-dl", "cluster-system", "volcano-system", "npu-exporter"}
+        if exp.role == "workload":  # nothing cluster-wide: no CRD, no scheduler, no agent
+            assert {r.inputs["kind"] for r in kubernetes_objects()} <= {
+                "Namespace",
+                "PersistentVolume",
+                "PersistentVolumeClaim",
+                "ConfigMap",
+                "AscendJob",
+                "Job",
+                "Secret",
+            }
+            assert created_ns == exp.namespaces
         assert created_ns - {"volcano-monitoring"} == exp.namespaces
         assert keys("PersistentVolume") == exp.volumes
         assert keys("PersistentVolumeClaim") == exp.claims
@@ -211,21 +262,31 @@ def test_wiring_provider_parents_dependencies_retain(program: Any, name: str) ->
 
     def check(_: Any) -> None:
         regs = registered()
-        provider = next(r for r in regs if r.type == "pulumi:providers:kubernetes")
+        providers = {r.request.name: r for r in regs if r.type == "pulumi:providers:kubernetes"}
+        default, adopt = providers["kubernetes"], providers["kubernetes-adopt"]
+        # provider inputs reach the engine as strings (the SDK serializes provider config that way)
+        assert adopt.inputs.get("upsertExistingObjects") == "true" and "upsertExistingObjects" not in default.inputs
+        cluster = CLUSTER_NAMES[name]
+        assert default.inputs["clusterIdentifier"] == adopt.inputs["clusterIdentifier"] == cluster
         urns = {r.type: r.urn for r in regs if r.type.startswith("ascend-resumable:")}
+        kept = ("Namespace", "CustomResourceDefinition", "PersistentVolume", "PersistentVolumeClaim")
         for r in kubernetes_objects():
-            assert r.request.provider.startswith(provider.urn + "::"), f"{r.key} not on the explicit provider"
+            provider = adopt if r.inputs["kind"] in kept else default
+            assert r.request.provider.startswith(provider.urn + "::"), f"{r.key} not on {provider.request.name}"
+            # an upsert followed by the delete of the old object would delete what it took over
+            assert bool(r.request.deleteBeforeReplace) or r.inputs["kind"] not in kept, r.key
             assert r.request.parent in urns.values(), f"{r.key} is not a component's child"
         objs = {r.key: r for r in kubernetes_objects()}
         job = next(r for r in kubernetes_objects() if r.inputs["kind"] in ("AscendJob", "Job"))
         waits = set(job.request.dependencies)
-        for needed in (
-            "CustomResourceDefinition/ascendjobs.mindxdl.gitee.com",
-            "Deployment/mindx-dl/ascend-operator-manager",
-        ):
+        needs = ("CustomResourceDefinition/ascendjobs.mindxdl.gitee.com", "Deployment/mindx-dl/ascend-operator-manager")
+        for needed in needs if EXPECTED[name].role == "all" else ():
             assert objs[needed].urn in waits, f"{job.key} does not wait for {needed}"
         for claim in keys("PersistentVolumeClaim"):
             assert objs["PersistentVolumeClaim/" + claim].urn in waits, f"{job.key} does not wait for {claim}"
+        for key, r in objs.items():  # one node that cannot run an agent must not hold back the jobs
+            if r.inputs["kind"] == "DaemonSet":
+                assert r.urn not in waits, f"{job.key} waits for {key}"
         for cm in [r for r in kubernetes_objects() if r.request.parent == job.request.parent]:
             if cm.inputs["kind"] == "ConfigMap" and cm.key.split("/")[1] == job.key.split("/")[1]:
                 assert cm.urn in job.request.dependencies, f"{job.key} does not wait for {cm.key}"
@@ -297,7 +358,11 @@ def test_every_object_validates(program: Any, name: str) -> Any:
 def test_secrets_stay_secret(program: Any) -> Any:
     deployment = program(
         "mindspore-process-recovery",
-        {"kubeconfig": "apiVersion: v1\nkind: Config\n", "registryPassword": "hunter2"},
+        {
+            "kubeconfig": "apiVersion: v1\nkind: Config\n",
+            "registryUsername": "robot-ascend",
+            "registryPassword": "hunter2",
+        },
         secrets=["kubeconfig", "registryPassword"],
     )
 
@@ -309,5 +374,22 @@ def test_secrets_stay_secret(program: Any) -> Any:
         assert SECRET_SIG in registries, "the registry password travels in plain text"
         (registry,) = registries["value"]
         assert registry["address"] == "registry.example.com" and registry["username"] == "robot-ascend"
+        # the training pods pull with the same login, from a Secret whose content stays secret
+        secret = next(r for r in kubernetes_objects() if r.key == "Secret/training/qwen-mindformers-registry")
+        assert SECRET_SIG in str(secret.inputs["stringData"])
+        job = next(r for r in kubernetes_objects() if r.inputs["kind"] == "AscendJob")
+        assert secret.urn in job.request.dependencies
+        for spec in job.inputs["spec"]["replicaSpecs"].values():
+            assert spec["template"]["spec"]["imagePullSecrets"] == [{"name": "qwen-mindformers-registry"}]
+        # the login is for the registry the image is pushed to and pulled from
+        content = secret.inputs["stringData"]["value"]  # a secret on the wire: {SECRET_SIG: ..., "value": ...}
+        auths = json.loads(content[".dockerconfigjson"])["auths"]
+        assert auths == {
+            "registry.example.com": {
+                "username": "robot-ascend",
+                "password": "hunter2",
+                "auth": "cm9ib3QtYXNjZW5kOmh1bnRlcjI=",
+            }
+        }
 
     return done(deployment, check)

@@ -13,9 +13,9 @@ from typing import Any, Dict, List, Set
 import pulumi
 import pytest
 
-from components import MindClusterScheduler, MindClusterSchedulerArgs
-from components.scheduler import TYPE_TOKEN
 from resumable.releases import STACK_RELEASES, VOLCANO_BUILDS
+from resumable_pulumi import MindClusterScheduler, MindClusterSchedulerArgs
+from resumable_pulumi.scheduler import TYPE_TOKEN
 
 from .facts import key_of, load_objects
 from .plans import scheduler_plan

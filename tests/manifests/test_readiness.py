@@ -9,10 +9,10 @@ from typing import Any, Dict
 import pulumi
 import pytest
 
-from components.readiness import check_nodes, selector
 from resumable.api import load_plan
+from resumable_pulumi.readiness import check_nodes, selector
 
-from .pulumi_mocks import MOCKS, ROOT, FakeNodes, install_stub_context, reset, run_program, stack_config
+from .pulumi_mocks import MOCKS, ROOT, FakeNodes, install_program, reset, run_program, shipped_config
 
 PLAN = load_plan(str(ROOT / "examples" / "pytorch-process-recovery.yaml"))
 MASTER = {"masterselector": "dls-master-node"}
@@ -55,8 +55,8 @@ def test_check_nodes(labelled: Dict[str, str], errors: int, warnings: int) -> No
 
 def run(monkeypatch: Any, tmp_path: Path, nodes: FakeNodes, **extra: str) -> Any:
     reset()
-    install_stub_context(monkeypatch, tmp_path, nodes)
-    config = {**stack_config(ROOT / "Pulumi.pytorch-process-recovery.yaml"), **extra}
+    install_program(monkeypatch, tmp_path, nodes)
+    config = {**shipped_config("pytorch-process-recovery", tmp_path), **extra}
     return run_program(config)
 
 
@@ -93,7 +93,7 @@ def test_kubeconfig_contents_reach_the_client(monkeypatch: Any, tmp_path: Path) 
         raise RuntimeError("stop here")
 
     monkeypatch.setattr(kubernetes.config, "new_client_from_config", fake)
-    from components.readiness import cluster_node_counter
+    from resumable_pulumi.readiness import cluster_node_counter
 
     with pytest.raises(RuntimeError, match="stop here"):
         cluster_node_counter("apiVersion: v1\nkind: Config\n", "ctx")

@@ -1,5 +1,6 @@
 """Shared storage objects: NFS volumes pre-bound to their claims with reclaim policy Retain, or
-ReadWriteMany claims from a StorageClass; one claim per job namespace; sizes from the profile."""
+ReadWriteMany claims from a StorageClass; per job one claim for each purpose, named after the job and
+the purpose (never a position); sizes from the profile."""
 
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def test_nfs_volumes_are_retained_and_pre_bound() -> None:
     objs = objects(NFS)
     pvs = by(objs, "PersistentVolume")
     claims = by(objs, "PersistentVolumeClaim")
-    assert sorted(claims) == ["team-a/c1-checkpoints", "team-a/c1-op-cache", "team-b/c1-checkpoints"]
+    assert sorted(claims) == ["team-a/a-checkpoints", "team-a/a-op-cache", "team-b/b-checkpoints"]
     assert len(pvs) == 3
     for key, claim in claims.items():
         ns, name = key.split("/")
@@ -55,8 +56,8 @@ def test_nfs_volumes_are_retained_and_pre_bound() -> None:
         assert pv["spec"]["storageClassName"] == claim["spec"]["storageClassName"] == ""
         size = "500Gi" if name.endswith("op-cache") else "3Ti"
         assert pv["spec"]["capacity"]["storage"] == claim["spec"]["resources"]["requests"]["storage"] == size
-        sub = "op-cache" if name.endswith("op-cache") else "checkpoints"
-        assert pv["spec"]["nfs"] == {"server": "192.0.2.10", "path": f"/exports/ascend/{sub}"}
+        job, sub = name.split("-", 1)
+        assert pv["spec"]["nfs"] == {"server": "192.0.2.10", "path": f"/exports/ascend/{ns}/{job}/{sub}"}
     for o in objs:
         kubernetes_validate.validate(o, "1.28", strict=True)
 
@@ -79,3 +80,39 @@ def test_no_shared_storage_no_objects() -> None:
     doc["jobs"][0]["compile"] = {"mode": "binaries"}
     plan = load_plan_text(yaml.safe_dump(doc), "<none>")
     assert storage.objects(plan.storage) == []
+
+
+def test_adding_a_job_in_front_changes_no_existing_object() -> None:
+    """A job whose name, namespace and checkpoint path all sort first is added: every object the
+    existing jobs had stays byte for byte (same name, same NFS directory), so Pulumi updates nothing
+    and no job is handed another job's checkpoints."""
+    before = {f"{o['kind']}/{o['metadata']['name']}/{o['metadata'].get('namespace', '')}": o for o in objects(NFS)}
+    doc = yaml.safe_load(PROFILE % NFS)
+    doc["jobs"].insert(
+        0,
+        {
+            "name": "0-first",
+            "namespace": "team-0",
+            "image": {"framework": "pytorch", "torch": "2.1.0", "framework_pt_adapter": "6.0.0", "cann": "8.0.0"},
+            "compile": {"mode": "cache"},
+            "checkpoint": {"path": "/aaa/ckpt"},
+            "ranktable": False,
+        },
+    )
+    plan = load_plan_text(yaml.safe_dump(doc), "<storage>")
+    after = {
+        f"{o['kind']}/{o['metadata']['name']}/{o['metadata'].get('namespace', '')}": o
+        for o in storage.objects(plan.storage)
+    }
+    for key, obj in before.items():
+        assert after[key] == obj, f"{key} changed when a job was added in front"
+    added = sorted(set(after) - set(before))
+    assert added == [
+        "PersistentVolume/0-first-checkpoints-team-0/",
+        "PersistentVolume/0-first-op-cache-team-0/",
+        "PersistentVolumeClaim/0-first-checkpoints/team-0",
+        "PersistentVolumeClaim/0-first-op-cache/team-0",
+    ]
+    # and the existing jobs still mount their own claims
+    mounts = {j.name: sorted(v.claim_name for v in j.volumes if v.claim_name) for j in plan.jobs}
+    assert mounts["a"] == ["a-checkpoints", "a-op-cache"] and mounts["b"] == ["b-checkpoints"]

@@ -10,7 +10,6 @@ import json
 import runpy
 import sys
 import tempfile
-import types
 from pathlib import Path
 from typing import Any, Dict
 
@@ -21,37 +20,31 @@ sys.path.insert(1, str(ROOT / "tests"))  # the test helpers, as pytest imports t
 import pulumi  # noqa: E402
 import yaml  # noqa: E402
 
+from manifests.pulumi_config import program_config  # noqa: E402
 from manifests.pulumi_mocks import (  # noqa: E402
     MOCKS,
     PROJECT,
-    project_defaults,
+    merged_config,
     pulumi_test,
-    stack_config,
-    stub_prepare_context,
+    shipped_config,
 )
 
 
 def main(stack: str) -> Dict[str, Any]:
-    scratch = tempfile.mkdtemp(prefix="resumable-venv-run.")
+    import resumable_pulumi.image
 
-    def prepare(plan: Any, job: str, out_dir: str) -> Any:
-        return stub_prepare_context(plan, job, str(Path(scratch) / out_dir))
-
-    module = types.ModuleType("resumable.runtime.context")
-    module.prepare_context = prepare  # type: ignore[attr-defined]
-    sys.modules["resumable.runtime.context"] = module
+    scratch = Path(tempfile.mkdtemp(prefix="resumable-venv-run."))
+    resumable_pulumi.image.CONTEXT_DIR = str(scratch / "image-context")  # the real build-context code, off the tree
     # no cluster here: the node check is tested with a fake API server in test_readiness.py
-    config = {**project_defaults(), **stack_config(ROOT / f"Pulumi.{stack}.yaml"), "checkNodes": "false"}
-    values = {
-        k if ":" in k else f"{PROJECT}:{k}": v if isinstance(v, str) else json.dumps(v) for k, v in config.items()
-    }
-    pulumi.runtime.set_all_config(values)
+    config = {**shipped_config(stack, scratch), f"{PROJECT}:checkNodes": "false"}
+    pulumi.runtime.set_all_config(program_config(merged_config(config, stack=stack)))
     summary: Dict[str, Any] = {}
 
     @pulumi_test
     def run() -> Any:
         deployment = runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")["deployment"]
-        children = [r for part in ("scheduler", "storage", "jobs") for r in deployment[part].resources.values()]
+        parts = [deployment[p] for p in ("scheduler", "storage", "jobs") if deployment[p] is not None]
+        children = [r for part in parts for r in part.resources.values()]
 
         def record(_: Any) -> None:
             types_: Dict[str, int] = {}
@@ -60,7 +53,8 @@ def main(stack: str) -> Dict[str, Any]:
             summary["types"] = types_
             summary["modules"] = {
                 name: getattr(sys.modules[name], "__file__", "")
-                for name in ("pulumi", "pulumi_kubernetes", "pulumi_docker_build", "resumable")
+                for name in ("pulumi", "pulumi_kubernetes", "pulumi_docker_build", "resumable", "resumable_pulumi")
+                if name in sys.modules  # a cluster stack builds no image: pulumi_docker_build stays unloaded
             }
 
         return pulumi.Output.all(*[c.urn for c in children]).apply(record)

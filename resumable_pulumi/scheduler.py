@@ -13,9 +13,12 @@ Lifecycle decisions (docs/pulumi.md):
 - Objects upstream only renamed between releases (the device plugin's ``-910`` suffix dropped in
   26.1) carry an alias to their old name, so an upgrade replaces them in the same URN; the
   DaemonSet is replaced delete-before-create, so no node runs two device plugins.
-- Deployments and DaemonSets wait at most ``ready_timeout`` seconds for readiness, so a cluster
-  whose nodes are not labelled or whose images are not loaded fails in minutes, not after the
-  provider's 10-minute default, with the provider's message naming the unschedulable pods.
+- Deployments wait at most ``ready_timeout`` seconds for readiness and DaemonSets
+  ``daemonset_timeout`` (their rollout visits every node), so a cluster whose nodes are not
+  labelled or whose images are not loaded fails in minutes, not after the provider's 10-minute
+  default, with the provider's message naming the unschedulable pods.
+- With ``adopt_provider``, namespaces and CRDs go through the provider that upserts and are
+  replaced delete-before-create (resumable_pulumi/program.py ``providers``).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from resumable.manifests.device_plugin import names as device_plugin_names
 from resumable.manifests.traits import traits
 from resumable.plan.model import SchedulerPlan
 
-from .kinds import create, logical_name, object_key
+from .kinds import create, logical_name, object_key, pull_secret
 
 TYPE_TOKEN = "ascend-resumable:stack:MindClusterScheduler"
 #: Namespaces whose pods pull MindCluster/Volcano images (pull secrets are created in each).
@@ -48,6 +51,14 @@ POD_NAMESPACES = (NAMESPACE_VOLCANO, NAMESPACE_MINDX_DL, NAMESPACE_DEVICE_PLUGIN
 RETAINED_KINDS = ("Namespace", "CustomResourceDefinition")
 #: Kinds pulumi-kubernetes waits for until they are ready.
 AWAITED_KINDS = ("Deployment", "DaemonSet")
+#: What a training job needs before it is created: its CRD (every CRD of the stack), the controllers
+#: that reconcile it and the scheduler that places its pods; never the node agents (DaemonSets),
+#: so one node that cannot run them holds back no job.
+JOB_PREREQUISITE_DEPLOYMENTS = (
+    f"Deployment/{NAMESPACE_VOLCANO}/volcano-scheduler",
+    f"Deployment/{NAMESPACE_VOLCANO}/volcano-controllers",
+    f"Deployment/{NAMESPACE_MINDX_DL}/ascend-operator-manager",
+)
 #: The device plugin objects, in the order device_plugin.names() gives them.
 _DEVICE_PLUGIN_KINDS = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "DaemonSet")
 _DEVICE_PLUGIN_NAMESPACES = (NAMESPACE_DEVICE_PLUGIN, "", "", NAMESPACE_DEVICE_PLUGIN)
@@ -88,6 +99,11 @@ class MindClusterSchedulerArgs:
     retain_on_delete: bool = True
     #: seconds Pulumi waits for each Deployment/DaemonSet to be ready; None: the provider default
     ready_timeout: Optional[int] = None
+    #: seconds for each DaemonSet (a rollout visits every node); None: ``ready_timeout``
+    daemonset_timeout: Optional[int] = None
+    #: the provider for the kept objects (namespaces, CRDs, pull secrets' namespaces): one that
+    #: upserts, so a re-up after destroy or a cluster that already has them takes them over
+    adopt_provider: Optional[pulumi.ProviderResource] = None
 
 
 class MindClusterScheduler(pulumi.ComponentResource):
@@ -126,6 +142,16 @@ class MindClusterScheduler(pulumi.ComponentResource):
             f"{CLUSTERD_SERVICE}.{NAMESPACE_MINDX_DL}.svc:{CLUSTERD_GRPC_PORT}"
         )
         self.volcano_plugin = pulumi.Output.from_input(args.scheduler.volcano_plugin_name)
+        #: what the jobs wait for (see JOB_PREREQUISITE_DEPLOYMENTS)
+        self.job_prerequisites: List[pulumi.Resource] = [
+            r
+            for key, r in self.resources.items()
+            if key.startswith("CustomResourceDefinition/") or key in JOB_PREREQUISITE_DEPLOYMENTS
+        ]
+        #: the namespaces as the cluster has them (read from the created objects)
+        self.namespaces = pulumi.Output.all(
+            *[r.metadata.name for key, r in self.resources.items() if key.startswith("Namespace/")]  # type: ignore[attr-defined]
+        )
         self.register_outputs(
             {
                 "clusterd_endpoint": self.clusterd_endpoint,
@@ -141,16 +167,20 @@ class MindClusterScheduler(pulumi.ComponentResource):
         if old is not None:
             aliases.append(pulumi.Alias(name=logical_name(self.name, old)))
         timeouts = None
-        if self.args.ready_timeout is not None and kind in AWAITED_KINDS:
-            limit = f"{self.args.ready_timeout}s"
+        wait = self.args.daemonset_timeout if kind == "DaemonSet" else None
+        wait = wait or self.args.ready_timeout
+        if wait is not None and kind in AWAITED_KINDS:
+            limit = f"{wait}s"
             timeouts = pulumi.CustomTimeouts(create=limit, update=limit)
+        kept = kind in RETAINED_KINDS and self.args.adopt_provider is not None
         return pulumi.ResourceOptions(
             parent=self,
             depends_on=list(depends_on),
             retain_on_delete=retain or None,
             aliases=aliases or None,
-            delete_before_replace=(old is not None and kind == "DaemonSet") or None,
+            delete_before_replace=(old is not None and kind == "DaemonSet") or kept or None,
             custom_timeouts=timeouts,
+            provider=self.args.adopt_provider if kept else None,
         )
 
     def _create(self, obj: Dict[str, Any], depends_on: List[pulumi.Resource]) -> pulumi.CustomResource:
@@ -162,21 +192,17 @@ class MindClusterScheduler(pulumi.ComponentResource):
         return resource
 
     def _pull_secrets(self, args: MindClusterSchedulerArgs, namespaces: List[pulumi.Resource]) -> List[pulumi.Resource]:
+        content = args.docker_config_json
+        if content is None:
+            return []
         if not args.scheduler.image_pull_secrets:
             raise pulumi.RunError(
                 f"MindClusterScheduler {self.name}: docker_config_json is set but the plan has no "
                 "image_pull_secrets; name the secret in scheduler.image_pull_secrets"
             )
         secret_name = args.scheduler.image_pull_secrets[0]
-        content = pulumi.Output.secret(args.docker_config_json)
         out: List[pulumi.Resource] = []
         for namespace in POD_NAMESPACES:
-            obj = {
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "metadata": {"name": secret_name, "namespace": namespace},
-                "type": "kubernetes.io/dockerconfigjson",
-                "stringData": {".dockerconfigjson": content},
-            }
+            obj = pull_secret(secret_name, namespace, content)
             out.append(self._create(obj, namespaces))
         return out

@@ -56,6 +56,17 @@ def logical_name(component: str, key: str) -> str:
     return f"{component}-{key.replace('/', '-').lower()}"
 
 
+def pull_secret(name: str, namespace: str, content: pulumi.Input[str]) -> Dict[str, Any]:
+    """A ``kubernetes.io/dockerconfigjson`` Secret whose content stays a Pulumi secret."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace},
+        "type": "kubernetes.io/dockerconfigjson",
+        "stringData": {".dockerconfigjson": pulumi.Output.secret(content)},
+    }
+
+
 def create(name: str, obj: Dict[str, Any], options: pulumi.ResourceOptions) -> pulumi.CustomResource:
     """The typed resource for a built-in kind, or a CustomResource (AscendJob, Volcano Job)."""
     if obj["kind"] in RESOURCE_CLASSES:

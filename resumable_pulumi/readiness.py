@@ -2,7 +2,7 @@
 
 Volcano, the Ascend Operator and ClusterD are Deployments pinned to ``masterselector`` nodes
 (INST01 Table 1); on a cluster where no node carries that label their pods never schedule, Pulumi
-waits for them (bounded by ``readyTimeout``, see components/scheduler.py) and skips every later
+waits for them (bounded by ``readyTimeout``, see resumable_pulumi/scheduler.py) and skips every later
 stage. Before anything is registered, the program asks the API server which nodes carry the
 labels the plan names: no management node is an error that stops the preview at once; no compute
 node is a warning (the agents and jobs have nowhere to run yet, but the stack itself deploys).
@@ -26,6 +26,8 @@ NodeCounter = Callable[[str], int]
 class NodeCheck(NamedTuple):
     errors: List[str]
     warnings: List[str]
+    #: nodes carrying every compute-node label (the node agents' DaemonSets run on each)
+    compute_nodes: int = 0
 
 
 def selector(labels: Dict[str, str]) -> str:
@@ -43,12 +45,13 @@ def check_nodes(count: NodeCounter, nodes: NodePlan) -> NodeCheck:
             "pulumi up again, or set config checkNodes false to deploy anyway"
         )
     compute = selector(nodes.labels)
-    if count(compute) == 0:
+    compute_nodes = count(compute)
+    if compute_nodes == 0:
         warnings.append(
             f"no node carries all compute-node labels {compute}: the device plugin, NodeD, NPU Exporter and the "
             "training jobs have nowhere to run until the compute nodes are prepared (site.yml) and labelled"
         )
-    return NodeCheck(errors, warnings)
+    return NodeCheck(errors, warnings, compute_nodes)
 
 
 def cluster_node_counter(kubeconfig: Optional[str], context: Optional[str]) -> NodeCounter:
@@ -73,14 +76,16 @@ def cluster_node_counter(kubeconfig: Optional[str], context: Optional[str]) -> N
     return count
 
 
-def preflight(nodes: NodePlan, kubeconfig: Optional[str], context: Optional[str]) -> None:
-    """Raise a RunError when no management node exists; warn about missing compute nodes."""
+def preflight(nodes: NodePlan, kubeconfig: Optional[str], context: Optional[str]) -> Optional[int]:
+    """Raise a RunError when no management node exists; warn about missing compute nodes. Returns
+    the number of compute nodes (None when the API server could not be asked)."""
     try:
         result = check_nodes(cluster_node_counter(kubeconfig, context), nodes)
     except Exception as exc:  # no kubeconfig, API server unreachable, no permission to list nodes
         pulumi.log.warn(f"node check skipped ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})")
-        return
+        return None
     for warning in result.warnings:
         pulumi.log.warn(warning)
     if result.errors:
         raise pulumi.RunError("; ".join(result.errors))
+    return result.compute_nodes

@@ -6,6 +6,9 @@ The build context comes from ``resumable.runtime.context.prepare_context(plan, j
 their sha256, the profile; the contract is in the developers' guide). The image is pushed to the
 configured registry (credentials are Pulumi secrets) and :attr:`RuntimeImage.ref` is the pushed
 reference **with its digest**, which the jobs run: a re-push of the tag never changes a running job.
+
+``pulumi preview`` prepares the context (copies and checks the wheels, so a wrong checksum stops the
+preview) but builds nothing unless ``build_on_preview``; ``pulumi destroy`` keeps the pushed image.
 """
 
 from __future__ import annotations
@@ -24,6 +27,16 @@ TYPE_TOKEN = "ascend-resumable:stack:RuntimeImage"
 PLATFORMS = {"aarch64": "linux/arm64", "x86_64": "linux/amd64"}
 
 ContextFactory = Callable[[Plan, str, str], Any]
+#: where build contexts are prepared, relative to the program's directory (``<CONTEXT_DIR>/<job>``)
+CONTEXT_DIR = os.path.join("build", "image-context")
+
+
+def cache_ref(tag: str) -> str:
+    """The registry build cache beside a tag: ``<repository>:buildcache`` (tag and digest dropped)."""
+    name = tag.split("@", 1)[0]
+    head, _, last = name.rpartition("/")
+    repo = (head + "/" if head else "") + last.split(":", 1)[0]
+    return f"{repo}:buildcache"
 
 
 def default_context_factory() -> ContextFactory:
@@ -50,16 +63,19 @@ class RuntimeImageArgs:
     registry: Optional[str] = None
     username: Optional[pulumi.Input[str]] = None
     password: Optional[pulumi.Input[str]] = None
-    #: where build contexts are prepared (``<context_dir>/<job>``)
-    context_dir: str = os.path.join("build", "image-context")
-    #: ``prepare_context`` (tests pass a stand-in that honours the same contract)
-    prepare: Optional[ContextFactory] = None
+    #: where build contexts are prepared (``<context_dir>/<job>``); None: :data:`CONTEXT_DIR`
+    context_dir: Optional[str] = None
+    #: build (and push) during ``pulumi preview`` too; False (the default) builds only on ``up``
+    #: (pulumi-docker-build's ``buildOnPreview`` defaults to true, which needs Docker for a preview)
+    build_on_preview: bool = False
 
 
 class RuntimeImage(pulumi.ComponentResource):
     """The job's training image; :attr:`ref` is what the job runs."""
 
     ref: pulumi.Output[str]
+    #: the pushed digest (``sha256:...``), or the digest a prebuilt reference pins ("" when it pins none)
+    digest: pulumi.Output[str]
 
     def __init__(self, name: str, args: RuntimeImageArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__(TYPE_TOKEN, name, None, opts)
@@ -67,11 +83,14 @@ class RuntimeImage(pulumi.ComponentResource):
         self.context: Any = None
         if args.prebuilt:
             self.ref = pulumi.Output.from_input(args.prebuilt)
+            self.digest = pulumi.Output.from_input(args.prebuilt.partition("@")[2])
         else:
-            self.ref = self._build(name, args)
-        self.register_outputs({"ref": self.ref})
+            image = self._build(name, args)
+            self.ref = image.ref  # type: ignore[attr-defined]
+            self.digest = image.digest  # type: ignore[attr-defined]
+        self.register_outputs({"ref": self.ref, "digest": self.digest})
 
-    def _build(self, name: str, args: RuntimeImageArgs) -> pulumi.Output[str]:
+    def _build(self, name: str, args: RuntimeImageArgs) -> pulumi.CustomResource:
         import pulumi_docker_build as docker_build
 
         if not args.tags:
@@ -79,8 +98,8 @@ class RuntimeImage(pulumi.ComponentResource):
                 f"RuntimeImage {name}: job {args.job} has no image reference to push to; set jobs[].image.name "
                 "in the profile, or config imageRegistry, or config images to a prebuilt reference"
             )
-        prepare = args.prepare or default_context_factory()
-        out_dir = os.path.join(args.context_dir, args.job)
+        prepare = default_context_factory()
+        out_dir = os.path.join(args.context_dir or CONTEXT_DIR, args.job)
         try:
             ctx = prepare(args.plan, args.job, out_dir)
         except ResumableError as exc:
@@ -96,6 +115,15 @@ class RuntimeImage(pulumi.ComponentResource):
                 )
             )
         platform = PLATFORMS[args.plan.scheduler.arch]
+        # a pushed image keeps its layers in the registry (mode max: every stage), so the next build
+        # (another build host, a CI runner) reuses them instead of rebuilding from the base
+        cache = cache_ref(args.tags[0])
+        cache_from = [docker_build.CacheFromArgs(registry=docker_build.CacheFromRegistryArgs(ref=cache))]
+        cache_to = [
+            docker_build.CacheToArgs(
+                registry=docker_build.CacheToRegistryArgs(ref=cache, mode=docker_build.CacheMode.MAX)
+            )
+        ]
         self.image = docker_build.Image(
             f"{name}-image",
             context=docker_build.BuildContextArgs(location=ctx.path),
@@ -105,7 +133,10 @@ class RuntimeImage(pulumi.ComponentResource):
             tags=list(args.tags),
             push=args.push,
             registries=registries or None,
-            opts=pulumi.ResourceOptions(parent=self),
+            build_on_preview=args.build_on_preview,
+            cache_from=cache_from if args.push else None,
+            cache_to=cache_to if args.push else None,
+            # a destroy leaves the pushed image in the registry: a job elsewhere may still run it
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True),
         )
-        ref: pulumi.Output[str] = self.image.ref
-        return ref
+        return self.image
