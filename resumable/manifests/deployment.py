@@ -76,7 +76,7 @@ def read_profile_text(plan: Plan) -> str:
 
 def workload_namespaces(plan: Plan) -> List[Obj]:
     names = sorted({j.namespace for j in plan.jobs} - EXISTING_NAMESPACES)
-    return [namespace(n, labels=PART_OF) for n in names]
+    return recommended_labels([namespace(n, labels=PART_OF) for n in names], "training-namespace")
 
 
 def image_build_spec(job: JobPlan, image: str) -> Dict[str, object]:
@@ -145,8 +145,8 @@ def build_deployment(
     return Deployment(
         [
             *stages,
-            Stage(WORKLOAD_NAMESPACES_STAGE, recommended_labels(workload_namespaces(plan), "training-namespace")),
-            Stage(STORAGE_STAGE, recommended_labels(storage.objects(plan.storage), "shared-storage")),
+            Stage(WORKLOAD_NAMESPACES_STAGE, workload_namespaces(plan)),
+            Stage(STORAGE_STAGE, storage.objects(plan.storage)),
             Stage(JOBS_STAGE, workloads),
         ]
     )

@@ -17,9 +17,9 @@ SECCOMP_RUNTIME_DEFAULT: Obj = {"seccompProfile": {"type": "RuntimeDefault"}}
 
 
 #: Kubernetes recommended labels (KUBE common labels): every object the builders return carries
-#: them, set by :func:`recommended_labels` in the two places objects leave the builders
-#: (:func:`resumable.manifests.scheduler.build_stages` for the stack,
-#: :mod:`resumable.manifests.deployment` for namespaces, storage and jobs).
+#: them, set by :func:`recommended_labels` (the one function) where objects leave the builders
+#: for both render and Pulumi: :func:`resumable.manifests.scheduler.build_stages` (the stack),
+#: ``deployment.workload_namespaces``, ``storage.objects`` and ``deployment.job_objects``.
 LABEL_NAME = "app.kubernetes.io/name"
 LABEL_INSTANCE = "app.kubernetes.io/instance"
 LABEL_PART_OF = "app.kubernetes.io/part-of"
