@@ -126,7 +126,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             worst = EXIT_INVALID
             continue
         except ProfileErrors as exc:
-            print("INVALID " + "\n".join(exc.lines()), file=sys.stderr)
+            print("INVALID %s: %s" % (path, "\n".join(exc.lines())), file=sys.stderr)
             worst = EXIT_INVALID
             continue
         except ResumableError as exc:
