@@ -289,7 +289,7 @@ def parser() -> argparse.ArgumentParser:
         "--out",
         required=True,
         metavar="DIR",
-        help="directory to (re)write, one file per object and a kustomization.yaml; - writes one "
+        help="directory to (re)write, one file per object and a Kustomization (kubectl apply -k); - writes one "
         "multi-document YAML stream to stdout",
     )
     r.add_argument(
