@@ -79,6 +79,11 @@ VCJOB_API_VERSION = "batch.volcano.sh/v1alpha1"
 VCJOB_KIND = "Job"
 #: schedulerName of every training job (YAMLCFG)
 SCHEDULER_NAME_VOLCANO = "volcano"
+#: the queue Volcano creates and every MindCluster sample names (schedulingPolicy.queue / spec.queue)
+VOLCANO_DEFAULT_QUEUE = "default"
+#: master port of a Volcano Job's rendezvous, which no operator allocates (the vcjob sample passes 7123 to
+#: train_start.sh: MCD:samples/train/resumable-training/fault-tolerance/ranktable/pytorch/gpt-3/train_start.sh)
+VCJOB_MASTER_PORT = 7123
 #: the single task of a Volcano Job (the MCD: vcjob sample, plan.job.VCJOB_SAMPLE, names it "default")
 VCJOB_TASK = "default"
 
@@ -126,6 +131,14 @@ ENV_TORCHELASTIC_RESTART_COUNT = "TORCHELASTIC_RESTART_COUNT"
 ENV_RANK_ID = "RANK_ID"
 ENV_MS_ROLE = "MS_ROLE"
 MS_ROLE_SCHEDULER = "MS_SCHED"
+MS_ROLE_WORKER = "MS_WORKER"
+#: "true"/"false": whether this MindSpore replica requests NPUs (ascend-operator env.go setMindSporeEnv)
+ENV_NPU_POD = "NPU_POD"
+#: MindIO TTP controller address per rank (PyTorch: MindSpeed-LLM tft_train_initialize.py; MindSpore:
+#: MS_TFT_IP / MS_TFT_PORT, mindspore utils.py TftHandle.init) (runtime.podenv)
+ENV_TTP_ADDR = "TTP_ADDR"
+ENV_MS_TFT_IP = "MS_TFT_IP"
+ENV_MS_TFT_PORT = "MS_TFT_PORT"
 #: NPUs the container sees; set from the pod annotation the device plugin writes (YAMLCFG). The
 #: Ascend Operator adds it itself from 7.0.RC1; a Volcano Job never gets it (releases.py).
 ENV_ASCEND_VISIBLE_DEVICES = "ASCEND_VISIBLE_DEVICES"
@@ -141,12 +154,19 @@ LOG_ROOT = "/var/log/mindx-dl"
 #: Job-scoped logs on shared storage: PLR's scripts and the samples write TaskD and training logs
 #: under /job/code/alllogs/$MINDX_TASK_ID (RT04; MCD Qwen3 train_start.sh).
 JOB_LOG_ROOT = "/job/code/alllogs"
+#: the same directory name under the checkpoint path when the logs go to the checkpoint storage
+JOB_LOG_DIR_NAME = "alllogs"
+#: TaskD's log directory must have exactly this mode (taskd constants LOG_DIR_PRIVILEGE; utils/log/logger.py)
+TASKD_LOG_DIR_MODE = 0o750
 DRIVER_PATH = "/usr/local/Ascend/driver"
 LOCALTIME_PATH = "/etc/localtime"
-#: reset-config-<job> ConfigMap, mounted read-only here by jobs with graceful fault tolerance,
-#: an in-container agent or process-level recovery (RT01 "ConfigMap Description"; elastic agent
-#: constants RESET_CONFIG_PATH = /user/restore/reset/config/reset.json)
+#: reset-config-<job> ConfigMap (RT01 "ConfigMap Description"); the device plugin copies its reset.json
+#: to RESET_CONFIG_HOST_ROOT/<namespace>.reset-config-<job> on the node (device plugin
+#: pkg/common/constants.go ResetInfoDir), which jobs with graceful fault tolerance, an in-container
+#: agent or process-level recovery mount read-only here (elastic agent constants RESET_CONFIG_PATH =
+#: /user/restore/reset/config/reset.json)
 RESET_CONFIG_PREFIX = "reset-config-"
+RESET_CONFIG_HOST_ROOT = "/user/restore/reset"
 RESET_CONFIG_MOUNT = "/user/restore/reset/config"
 RESET_CONFIG_VOLUME = "reset-config"
 #: rings-config-<job> ConfigMap holding hccl.json for a Volcano Job (RT06; YAMLCFG)

@@ -27,6 +27,7 @@ SECTIONS = [
     ("network", "Host network"),
     ("software", "Launchers, ranktable and wheels"),
     ("cluster", "Cluster consistency"),
+    ("workload", "Job templates"),
 ]
 
 

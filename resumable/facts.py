@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
+from . import constants as C
 from . import releases as R
 from . import wheelfiles
 from .choices import Framework, HotReset, TaskdManagerWhere, WheelName, values
@@ -96,6 +97,8 @@ class JobFacts:
     watchdog_on: Optional[bool]
     #: hostNetwork of the job's pods: jobs[].host_network, else cluster.host_network
     host_network: bool = False
+    #: Volcano queue of the job: jobs[].queue, else scheduler.queue
+    queue: str = C.VOLCANO_DEFAULT_QUEUE
 
     @property
     def is_pytorch(self) -> bool:
@@ -245,6 +248,7 @@ def job_facts(profile: Profile, index: int) -> JobFacts:
         watchdog_supported=supported,
         watchdog_on=watchdog_on,
         host_network=cluster.host_network if job.host_network is None else job.host_network,
+        queue=profile.scheduler.queue if job.queue is None else job.queue,
     )
 
 

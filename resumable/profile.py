@@ -91,6 +91,16 @@ class Scheduler:
         default=None,
         metadata=spec("Volcano build (1.7.0, 1.9.0, 1.12.0); default: the release's newest.", version=True),
     )
+    queue: str = field(
+        default=C.VOLCANO_DEFAULT_QUEUE,
+        metadata=spec(
+            "Volcano queue of every training job (AscendJob runPolicy.schedulingPolicy.queue, Volcano Job "
+            "spec.queue); jobs[].queue overrides it. The queue must exist: Volcano creates 'default', and "
+            "the Ascend Operator with gang scheduling refuses a job whose queue it cannot get "
+            "(MC:component/ascend-operator/pkg/controllers/v1/ascendjob_validate.go).",
+            format=F.DNS_SUBDOMAIN,
+        ),
+    )
     grace_over_time: int = field(
         default=900,
         metadata=spec(
@@ -584,6 +594,10 @@ class Job:
             key_format=F.ENV_NAME,
             multiline=True,
         ),
+    )
+    queue: Optional[str] = field(
+        default=None,
+        metadata=spec("Volcano queue of this job; null = scheduler.queue.", format=F.DNS_SUBDOMAIN),
     )
     schedule_policy: Optional[str] = field(
         default=None,

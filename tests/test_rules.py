@@ -572,6 +572,10 @@ CASES: Dict[str, Tuple[List[Tuple[Dict[str, Any], str]], Dict[str, Any]]] = {
         ],
         {J + "recovery.restart_policy": "ExitCode", J + "recovery.fault_retry_times": None},
     ),
+    "vcjob-launch": (
+        [({J + "kind": "vcjob", J + "recovery.restart_policy": "Never"}, J + "kind")],
+        {J + "kind": "vcjob", J + "recovery.restart_policy": "Never", J + "recovery.strategies": []},
+    ),
     "sp-block-size": (
         [({J + "sp_block": 12}, J + "sp_block"), ({J + "sp_block": 64}, J + "sp_block")],
         {J + "sp_block": 32},

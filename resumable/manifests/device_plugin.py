@@ -23,7 +23,7 @@ HEALTHZ_PORT = 11251
 ACCELERATOR_910 = "huawei-Ascend910"
 APP_LABEL = C.DEVICE_PLUGIN_APP_LABEL
 CHIP_TAINTS_261 = ("huawei.com/Ascend910", "huawei.com/Ascend310", "huawei.com/Ascend310P", "huawei.com/npu")
-RESET_DIR = "/user/restore/reset"
+RESET_DIR = C.RESET_CONFIG_HOST_ROOT
 DATATRACE_DIR = "/user/cluster-info/datatrace-config"
 
 

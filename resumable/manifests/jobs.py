@@ -98,7 +98,9 @@ def job_metadata(job: JobPlan) -> Obj:
 
 
 def ascend_job(job: JobPlan, image: str) -> Obj:
-    run_policy: Obj = {"schedulingPolicy": {"minAvailable": job.min_available}}
+    # the operator with gang scheduling gets the queue by name and refuses the job without it
+    # (MC:component/ascend-operator/pkg/controllers/v1/ascendjob_validate.go validateBasicInfo)
+    run_policy: Obj = {"schedulingPolicy": {"minAvailable": job.min_available, "queue": job.queue}}
     if job.backoff_limit is not None:
         run_policy["backoffLimit"] = job.backoff_limit
     specs: Dict[str, Obj] = {
@@ -114,7 +116,7 @@ def ascend_job(job: JobPlan, image: str) -> Obj:
 
 
 def volcano_job(job: JobPlan, image: str) -> Obj:
-    spec: Obj = {"schedulerName": job.scheduler_name, "minAvailable": job.min_available}
+    spec: Obj = {"schedulerName": job.scheduler_name, "minAvailable": job.min_available, "queue": job.queue}
     if job.backoff_limit is not None:
         spec["maxRetry"] = job.backoff_limit
     if job.policies:

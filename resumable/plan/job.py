@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from .. import constants as C
 from .. import releases as R
@@ -158,10 +158,37 @@ def replicas(f: JobFacts, env: List[EnvVar], job_ports: List[Port]) -> List[Repl
         if job.nodes > 1:
             out.append(replica("Worker", job.nodes - 1, job.npus_per_node, False))
         return out
-    return [
-        replica("Scheduler", 1, 0, where == "scheduler"),
-        replica("Worker", job.nodes, job.npus_per_node, False),
-    ]
+    # MindSpore: the Scheduler requests the Workers' NPUs and is msrun node 0, as every upstream msrun
+    # sample has it (MCD:samples/train/resumable-training/fault-tolerance/ranktable/mindspore/Qwen3/yamls/
+    # ms_multinodes_acjob_superpod.yaml). With NPUs on a non-Worker replica the operator numbers the
+    # Workers from 1 and counts every replica in MS_WORKER_NUM (ascend-operator pkg/controllers/v1
+    # job.go syncReplicas -> utils.go checkNonWorkerRplMountChips; pod.go createPodSpec rank = index + 1;
+    # utils.go getTotalNpuReplicas; the same since 6.0.0, pod.go:430-437 there); without them
+    # Scheduler and Worker-0 are both MS_NODE_RANK 0 and the Scheduler pod would start msrun workers
+    # with no NPU.
+    out = [replica("Scheduler", 1, job.npus_per_node, where == "scheduler")]
+    if job.nodes > 1:
+        out.append(replica("Worker", job.nodes - 1, job.npus_per_node, False))
+    return out
+
+
+#: Where the reset config comes from. The device plugin creates /user/restore/reset/<ns>.reset-config-<job>
+#: on the node when a pod of the job is added and writes the ConfigMap's reset.json (and restartType)
+#: into it as regular files; it never creates the ConfigMap, it only updates it
+#: (MC:component/ascend-device-plugin/pkg/device/ascendtolerance.go writeCmToFileWhilePodAdd and
+#: writeCMToFile, pkg/common/file_manager.go GenResetDirName, pkg/kubeclient/client_server.go
+#: WriteResetInfoDataIntoCM at 7.3.0). The pods mount that host directory as every MindCluster sample
+#: does (MCD:samples/train/resumable-training/.../yamls/*.yaml, volume reset-config, hostPath), not the
+#: ConfigMap: a ConfigMap volume holds every key as a symlink, which TaskD's file reader refuses
+#: (MC:component/taskd/taskd/python/toolkit/validator/file_process.py).
+RESET_CONFIG_SOURCE = (
+    "MC:component/ascend-device-plugin/pkg/device/ascendtolerance.go writeCMToFile; MCD: training samples"
+)
+
+
+def reset_config_host_dir(namespace: str, job_name: str) -> str:
+    """The node directory the device plugin writes reset.json into (pkg/common/file_manager.go GenResetDirName)."""
+    return "%s/%s.%s%s" % (C.RESET_CONFIG_HOST_ROOT, namespace, C.RESET_CONFIG_PREFIX, job_name)
 
 
 def needs_reset_config(f: JobFacts) -> bool:
@@ -192,7 +219,8 @@ def config_maps(f: JobFacts) -> List[ConfigMapPlan]:
                 C.RESET_CONFIG_PREFIX + job.name,
                 {C.LABEL_RESET: "true"},
                 {"reset.json": '{\n    "status": "initializing"\n}\n'},
-                reason="the device plugin publishes fault and reset state in it (RT01)",
+                reason="the device plugin publishes fault and reset state in it and copies reset.json to the node "
+                "(RT01; %s)" % RESET_CONFIG_SOURCE,
             )
         )
     if job.kind == "vcjob":
@@ -243,10 +271,11 @@ def volumes(f: JobFacts, storage: List[SharedVolumePlan]) -> List[Volume]:
             Volume(
                 C.RESET_CONFIG_VOLUME,
                 C.RESET_CONFIG_MOUNT,
-                "config_map",
-                config_map=C.RESET_CONFIG_PREFIX + job.name,
+                "host_path",
+                path=reset_config_host_dir(job.namespace, job.name),
                 read_only=True,
-                reason="fault and reset state from the device plugin (RT01)",
+                reason="reset.json as a regular file, written by the device plugin from the ConfigMap (%s)"
+                % RESET_CONFIG_SOURCE,
             )
         )
     vols.append(Volume("ascend-driver", C.DRIVER_PATH, "host_path", path=C.DRIVER_PATH, reason="D:api/ascend_job.md"))
@@ -293,6 +322,27 @@ def command(f: JobFacts) -> List[str]:
     return ["resumable", "launch", "--", f.job.script, *f.job.script_args]
 
 
+#: the samples' job log layout: /job/code/alllogs/$MINDX_TASK_ID on the NFS code volume
+LOG_SOURCE = "MCD:samples/train/resumable-training/fault-tolerance/without-ranktable/pytorch/Qwen3/train_start.sh"
+
+
+def log_root(f: JobFacts, storage: List[SharedVolumePlan]) -> Tuple[str, str]:
+    """Where the job's logs and recovery timeline go, and why there: a directory that outlives the pod.
+
+    The MindCluster samples write them under /job/code/alllogs, /job/code being the job's NFS code
+    volume (MCD Qwen3 train_start.sh, ms_multinodes_acjob_superpod.yaml); a profile volume that holds
+    /job/code/alllogs keeps that layout. Otherwise they go next to the checkpoints, on the job's
+    shared storage (no new volume). Without either they are on the container's own disk and a
+    rescheduled pod loses them; the plan says so."""
+    for uv in f.job.volumes:
+        holds = uv.mount_path == C.JOB_LOG_ROOT or C.JOB_LOG_ROOT.startswith(uv.mount_path.rstrip("/") + "/")
+        if holds and not uv.read_only:
+            return C.JOB_LOG_ROOT, "on the profile volume %s" % uv.name
+    if f.job.checkpoint.path in {v.mount_path for v in storage}:
+        return "%s/%s" % (f.job.checkpoint.path.rstrip("/"), C.JOB_LOG_DIR_NAME), "on the checkpoint shared storage"
+    return C.JOB_LOG_ROOT, "on no volume: a rescheduled pod loses them; give storage or a volume holding /job/code"
+
+
 def _software(f: JobFacts) -> str:
     if not f.is_pytorch:
         return "MindSpore %s" % f.mindspore
@@ -331,6 +381,16 @@ def build_job(f: JobFacts, storage: List[SharedVolumePlan], profile_dir: Optiona
         )
     if f.process_level or f.pod_level:
         notes.append(Note("a fault on the rank-0 pod escalates to job-level rescheduling", "K8S Table 6; RT01"))
+    root, where = log_root(f, storage)
+    notes.append(Note("logs and the recovery timeline: %s/<job> (%s)" % (root, where), LOG_SOURCE))
+    if f.job.kind == "ascendjob":
+        notes.append(
+            Note(
+                "Volcano queue %s: it must exist (Volcano creates 'default'); the Ascend Operator refuses the job "
+                "otherwise" % f.queue,
+                "MC:component/ascend-operator/pkg/controllers/v1/ascendjob_validate.go validateBasicInfo",
+            )
+        )
     return JobPlan(
         name=job.name,
         namespace=job.namespace,
@@ -343,7 +403,7 @@ def build_job(f: JobFacts, storage: List[SharedVolumePlan], profile_dir: Optiona
         replicas=replicas(f, env, ports(f)),
         volumes=volumes(f, storage),
         image=build_image(f, profile_dir),
-        launcher=build_launcher(f),
+        launcher=build_launcher(f, root),
         budget=budget(f, job),
         notes=notes,
         api_version=C.ASCENDJOB_API_VERSION if job.kind == "ascendjob" else C.VCJOB_API_VERSION,
@@ -351,6 +411,7 @@ def build_job(f: JobFacts, storage: List[SharedVolumePlan], profile_dir: Optiona
         command=command(f),
         config_maps=config_maps(f),
         backoff_limit=job.recovery.backoff_limit,
-        min_available=job.nodes + (1 if not f.is_pytorch and job.kind == "ascendjob" else 0),
+        min_available=job.nodes,
         policies=policies(f),
+        queue=f.queue,
     )

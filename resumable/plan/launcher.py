@@ -6,7 +6,7 @@ from typing import Dict, List, Optional
 
 from .. import constants as C
 from .. import releases as R
-from ..envtable import taskd_process_enable
+from ..envtable import taskd_process_enable, uses_mindio_ttp
 from ..facts import JobFacts
 from ..versions import Version
 from .model import EnvVar, LauncherPlan, Note, TaskdManagerPlan
@@ -20,14 +20,28 @@ MANAGER_CONDITIONS: Dict[str, str] = {
 }
 
 
-#: The job-scoped log directory (Kubernetes ``$(VAR)`` syntax; ``resumable launch`` expands it).
-JOB_LOG_DIR = "%s/$(%s)" % (C.JOB_LOG_ROOT, C.ENV_MINDX_TASK_ID)
+def job_log_dir(f: JobFacts, root: str) -> str:
+    """The job-scoped log directory under ``root`` (Kubernetes ``$(VAR)`` syntax; ``resumable launch``
+    expands it): one per job run by the job UID the Ascend Operator injects as MINDX_TASK_ID
+    (ascend-operator env.go setCommonEnv); a Volcano Job gets no such id, so its directory is named
+    after the job."""
+    key = C.ENV_MINDX_TASK_ID if f.job.kind == "ascendjob" else C.ENV_RESUMABLE_JOB
+    return "%s/$(%s)" % (root, key)
 
 
-def build_launcher(f: JobFacts) -> LauncherPlan:
+def mindio_ttp_port(f: JobFacts) -> Optional[int]:
+    """The MindIO TTP controller port when the job uses the controller (the TTP_PORT the plan sets,
+    envtable.derived_env), else None."""
+    if (uses_mindio_ttp(f) or "dump" in f.strategies) and f.job.recovery.ttp_port is not None:
+        return f.job.recovery.ttp_port
+    return None
+
+
+def build_launcher(f: JobFacts, log_root: str = C.JOB_LOG_ROOT) -> LauncherPlan:
     job = f.job
     r = job.recovery
     notes: List[Note] = []
+    log_dir = job_log_dir(f, log_root)
     env: List[EnvVar] = []
     preload: List[str] = []
     if f.uses_taskd:
@@ -39,7 +53,13 @@ def build_launcher(f: JobFacts) -> LauncherPlan:
             )
         )
         if C.ENV_TASKD_LOG_PATH not in job.env:  # the profile's own value wins (it is in the container env)
-            env.append(EnvVar(C.ENV_TASKD_LOG_PATH, JOB_LOG_DIR + "/taskd", reason="ENV Table 5"))
+            env.append(
+                EnvVar(
+                    C.ENV_TASKD_LOG_PATH,
+                    log_dir + "/taskd",
+                    reason="ENV Table 5; created mode 0750 by resumable launch (taskd utils/log/logger.py)",
+                )
+            )
     if job.launcher == "msrun":
         args = [
             "--worker_num=%d" % (job.nodes * job.npus_per_node),
@@ -65,6 +85,16 @@ def build_launcher(f: JobFacts) -> LauncherPlan:
             args.append("--max_restarts=%d" % max_restarts)
         if r.monitor_interval is not None:
             args.append("--monitor_interval=%d" % r.monitor_interval)
+        else:
+            # left unset on purpose: torchrun's own default (0.1 s in torch 2.13's run.py) is lower than
+            # the 5 s RTO 表2 names, and a plan-chosen 1 s would slow detection (benchmarks/recovery_cpu.py)
+            notes.append(
+                Note(
+                    "--monitor_interval left unset: torchrun's own default applies (0.1 s in torch 2.13's run.py, "
+                    "below the 5 s RTO 表2 gives as the default)",
+                    "TORCH; RTO 表2",
+                )
+            )
     options = list(args)
     args.append(job.script)
     args.extend(job.script_args)
@@ -117,6 +147,8 @@ def build_launcher(f: JobFacts) -> LauncherPlan:
         options=options,
         script=job.script,
         script_args=list(job.script_args),
-        log_dir=JOB_LOG_DIR + "/resumable",
+        log_dir=log_dir + "/resumable",
         attempt_store_prefix=attempt_store,
+        ttp_port=mindio_ttp_port(f),
+        nodes=job.nodes,
     )

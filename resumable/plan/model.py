@@ -251,6 +251,11 @@ class LauncherPlan(PlanPart):
     log_dir: str = ""
     #: each restart attempt's workers use their own key prefix on the agent's TCPStore (torch >= 2.6)
     attempt_store_prefix: bool = False
+    #: MindIO TTP controller port when the job uses it: the launcher points each rank at the controller
+    #: (TTP_ADDR on PyTorch, MS_TFT_IP/MS_TFT_PORT on MindSpore; runtime.podenv)
+    ttp_port: Optional[int] = None
+    #: pods of the job (one node each): the msrun node ranks the launcher accepts are 0..nodes-1
+    nodes: int = 1
 
 
 @dataclasses.dataclass
@@ -307,6 +312,8 @@ class JobPlan(PlanPart):
     min_available: int = 0
     #: Volcano Job policies (empty for an AscendJob)
     policies: List[VolcanoPolicy] = dataclasses.field(default_factory=list)
+    #: Volcano queue: AscendJob runPolicy.schedulingPolicy.queue / Volcano Job spec.queue
+    queue: str = ""
 
 
 @dataclasses.dataclass

@@ -26,7 +26,7 @@ def planned_mounts(f: JobFacts) -> Dict[str, str]:
         out[job.compile.cache_path] = "the compile cache"
     if job.ranktable or job.kind == "vcjob":
         out[C.RANKTABLE_MOUNT] = "the RankTable"
-    out[C.RESET_CONFIG_MOUNT] = "the reset-config ConfigMap"
+    out[C.RESET_CONFIG_MOUNT] = "the reset config"
     return out
 
 
@@ -121,4 +121,23 @@ def vcjob_restart_policy(profile: Profile, f: JobFacts) -> Iterable[Finding]:
             ["%s.recovery.restart_policy" % f.path, "%s.kind" % f.path],
             "restart_policy ExitCode is not valid for a Volcano Job",
             "Use Never (needed with fault_retry_times) or kind: ascendjob.",
+        )
+
+
+@job_rule(
+    "vcjob-launch",
+    "A Volcano Job runs no TaskD Manager: only the Ascend Operator gives pods the job id it registers",
+    "MC:component/ascend-operator/pkg/controllers/v1/env.go setCommonEnv (MINDX_TASK_ID); TASKDAPI 04",
+)
+def vcjob_launch(profile: Profile, f: JobFacts) -> Iterable[Finding]:
+    """``resumable launch`` starts a Volcano Job's pods from its RankTable, as the upstream vcjob
+    scripts do (MCD: rank_table.sh), but the TaskD Manager registers the job with ClusterD under
+    MINDX_TASK_ID, the job UID that only the Ascend Operator injects; a Volcano Job's pods have no
+    field that carries it, so the Manager would register a job ClusterD does not know."""
+    if f.job.kind == "vcjob" and f.taskd_manager_where != "none":
+        yield Finding(
+            ["%s.kind" % f.path, "%s.taskd_manager" % f.path],
+            "the job runs the TaskD Manager (%s), which needs MINDX_TASK_ID, the job id only the Ascend Operator "
+            "injects; a Volcano Job has none" % f.taskd_manager_where,
+            "Use kind: ascendjob for TaskD recovery (Pod- or process-level rescheduling).",
         )

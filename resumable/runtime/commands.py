@@ -61,6 +61,10 @@ def cmd_launch(args: argparse.Namespace) -> int:
     argv: List[str] = list(args.script)
     if argv and argv[0] == "--":
         argv = argv[1:]
+    if not args.dry_run:
+        from .podenv import wait_for_ranktable
+
+        wait_for_ranktable(job, os.environ)  # a Volcano Job's pods start before its RankTable is complete
     spec = build_spec(job, os.environ, argv, args.log_dir)
     if args.dry_run:
         sys.stdout.write(render_dry_run(spec, path))

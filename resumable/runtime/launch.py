@@ -30,7 +30,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .. import constants as C
 from ..plan.model import EnvVar, JobPlan
-from . import installed
+from . import installed, podenv
 from .torchrun_patch import count_line
 
 #: directory holding the start-up hook (``sitecustomize``) the training processes load
@@ -87,6 +87,8 @@ class LaunchSpec:
     #: anything that stops a real launch (a dry run prints them and exits 2)
     problems: List[str]
     warnings: List[str]
+    #: directories the launch creates with mode 0750 before anything starts (TaskD's log directory)
+    private_dirs: List[str] = dataclasses.field(default_factory=list)
 
     @property
     def timeline_path(self) -> str:
@@ -119,16 +121,12 @@ def plan_env(job: JobPlan) -> List[EnvVar]:
     return list(seen.values())
 
 
-INPUTS = {
-    "pytorch": (C.ENV_RANK, C.ENV_MASTER_ADDR, C.ENV_MASTER_PORT, C.ENV_WORLD_SIZE, C.ENV_LOCAL_WORLD_SIZE),
-    "mindspore": (
-        C.ENV_MS_SCHED_HOST,
-        C.ENV_MS_SCHED_PORT,
-        C.ENV_MS_NODE_RANK,
-        C.ENV_MS_WORKER_NUM,
-        C.ENV_MS_LOCAL_WORKER,
-    ),
-}
+#: what the launcher reads from an AscendJob pod, per framework (the Ascend Operator injects them)
+INPUTS = podenv.RENDEZVOUS_NAMES
+
+
+#: what a Volcano Job's launcher reads: the RankTable and the pod's addresses (runtime.podenv)
+VCJOB_INPUTS = (C.ENV_RANK_TABLE_FILE, C.ENV_XDL_IP)
 
 
 def _budget(job: JobPlan) -> List[Dict[str, object]]:
@@ -172,7 +170,8 @@ def build_spec(
             return None
         return value
 
-    inputs = [(name, environ.get(name)) for name in INPUTS.get(job.framework, ())]
+    names = INPUTS.get(job.framework, ()) if job.kind == C.ASCENDJOB_KIND else VCJOB_INPUTS
+    inputs = [(name, environ.get(name)) for name in names]
     for name in (C.ENV_POD_IP, C.ENV_MINDX_TASK_ID):
         if (name, environ.get(name)) not in inputs:
             inputs.append((name, environ.get(name)))
@@ -183,7 +182,7 @@ def build_spec(
         "pytorch": ((C.ENV_WORLD_SIZE, nodes * per_node), (C.ENV_LOCAL_WORLD_SIZE, per_node)),
         "mindspore": ((C.ENV_MS_WORKER_NUM, nodes * per_node), (C.ENV_MS_LOCAL_WORKER, per_node)),
     }
-    for name, wanted in sizes.get(job.framework, ()):
+    for name, wanted in sizes.get(job.framework, ()) if job.kind == C.ASCENDJOB_KIND else ():
         seen = environ.get(name)
         if seen is not None and seen.strip() != str(wanted):
             warnings.append(
@@ -206,6 +205,14 @@ def build_spec(
                 "%s is not set, and the plan's %s=%s needs it (the Ascend Operator injects it into an AscendJob)"
                 % (exc.name, var.name, var.value)
             )
+
+    # 1b. what the job controller does not inject: a Volcano Job's rendezvous from its RankTable;
+    #     msrun node ranks that cannot collide (podenv)
+    derived, found = podenv.volcano_rendezvous(job, env)
+    problems.extend(found)
+    for name, value, reason in derived:
+        export(name, value, reason)
+    problems.extend(podenv.msrun_topology(job, env))
 
     # 2. TaskD: libtaskd.so preloaded into every process, found from the installed package
     if launcher.ld_preload:
@@ -277,6 +284,12 @@ def build_spec(
             if installed.package_dir("taskd") is None and not any("taskd is not installed" in p for p in problems):
                 problems.append("taskd is not installed in %s: the TaskD Manager cannot start" % sys.executable)
 
+    # 4b. MindIO TTP: every rank's processor connects to the controller on the rank-0 pod (podenv)
+    derived, found = podenv.ttp_address(job, env)
+    problems.extend(found)
+    for name, value, reason in derived:
+        export(name, value, reason)
+
     # 5. the start-up hook: worker reports for the timeline, compile mode without editing user code
     python_path = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != STARTUP_DIR]
     export("PYTHONPATH", os.pathsep.join([STARTUP_DIR, *python_path]), "start-up hook of resumable launch")
@@ -328,7 +341,12 @@ def build_spec(
         problems.append("no training script: give it after `--` or set jobs[].script in the profile")
     command = [exe, *options, *script]
 
-    # 7. the job-scoped log directory
+    # 7. the job-scoped log directory; TaskD's own, which must have mode 0750 (podenv.private_dir)
+    if log_dir is not None and any(v.name == C.ENV_TASKD_LOG_PATH for v in launcher.env):
+        export(C.ENV_TASKD_LOG_PATH, os.path.join(log_dir, "taskd"), "TaskD's logs under --log-dir")
+    private: List[str] = []
+    if (launcher.ld_preload or manager is not None) and env.get(C.ENV_TASKD_LOG_PATH):
+        private.append(env[C.ENV_TASKD_LOG_PATH])
     if log_dir is None:
         try:
             log_dir = expand(launcher.log_dir, env)
@@ -353,6 +371,7 @@ def build_spec(
         budget=_budget(job),
         problems=problems,
         warnings=warnings,
+        private_dirs=private,
     )
 
 
@@ -368,6 +387,8 @@ def render_dry_run(spec: LaunchSpec, profile: str) -> str:
         out.append("export %s=%s  # %s" % (e.name, q(e.value), e.reason))
     out.append("export %s=<runtime dir>/events.sock  # workers report starts for the timeline" % C.ENV_RESUMABLE_EVENTS)
     out.append("export %s=<launcher pid>" % C.ENV_RESUMABLE_LAUNCHER_PID)
+    for path in spec.private_dirs:
+        out.append("# created with mode 0750 before the start (TaskD's logger needs exactly that): %s" % path)
     out.append("# %s" % spec.manager_reason)
     if spec.manager is not None:
         out.append("# TaskD Manager, supervised, log %s:" % spec.manager_log)

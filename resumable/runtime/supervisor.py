@@ -3,9 +3,19 @@
 - Both children start in their own session; the launcher process becomes a child subreaper
   (``prctl(PR_SET_CHILD_SUBREAPER)``), so processes orphaned by a dying agent come back to it and
   are reaped or killed here, never left behind (in a container it is PID 1 and must reap anyway).
-- SIGTERM/SIGINT are forwarded to every child (the torchrun agent stops its workers itself); when
-  the grace period (the pod's terminationGracePeriodSeconds less a margin) is over, every
-  descendant is killed.
+- SIGTERM/SIGINT go to *every* descendant at once, training processes included, whatever the agent
+  does with it: TaskD's patched agent never sets torchrun's ``_pcontext``, so torchrun's own shutdown
+  stops no worker (MC@v7.3.0 taskd/python/adaptor/patch/torch_patch.py:102-160, torch
+  local_elastic_agent ``_shutdown``). They all get the grace period (the pod's
+  terminationGracePeriodSeconds less a margin for the launcher's own exit, launch.grace_seconds),
+  also after the agent has exited; SIGKILL only when it is over.
+- A TaskD Manager that exits while the training runs (or fails to start) ends the pod's training the
+  same way (``manager-lost``; exit 128 + SIGTERM), so the Pod- or job-level rung takes over: TaskD's
+  agent would otherwise wait for the Manager's start command for ever (pt_agent.py:156-171, its
+  timeout counter never moves) and the pod would sit Running and idle. Upstream has no way to
+  restart a Manager into a running job.
+- A timeline or log write never raises (timeline.TimelineWriter counts failures; they are reported
+  at exit); an internal error kills every descendant before anything is logged.
 - Training processes report their start through the start-up hook; their pids are watched in
   /proc every 20 ms. A process that ends shows as a zombie until the agent reaps it at its next
   monitor tick, and /proc/PID/stat then holds its wait status (field 52), so the timeline gets the
@@ -40,6 +50,7 @@ from typing import IO, Any, Dict, List, NamedTuple, Optional, Set, Tuple
 from .. import constants as C
 from ..errors import ResumableError
 from .launch import LaunchSpec, _host
+from .podenv import private_dir
 from .timeline import TimelineWriter
 
 #: seconds between looks at the children, the workers and the event socket
@@ -123,6 +134,8 @@ class Worker:
     local_rank: Optional[int]
     restart_count: Optional[int]
     starttime: Optional[int]
+    #: the worker generation it belongs to (one more at each restart, in place or of the group)
+    generation: int = 0
     done: bool = False
 
 
@@ -133,8 +146,12 @@ def send(pid: int, signum: int) -> None:
 
 
 def _say(text: str) -> None:
-    sys.stderr.write("resumable launch: %s\n" % text)
-    sys.stderr.flush()
+    """One line on stderr; never raises (a closed or full stderr must not stop the supervisor)."""
+    try:
+        sys.stderr.write("resumable launch: %s\n" % text)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
 
 
 class Supervisor:
@@ -147,7 +164,13 @@ class Supervisor:
         self.manager_code: Optional[int] = None
         self.workers: Dict[int, Worker] = {}
         self.attempt: Optional[int] = None
-        self.faulted: Set[Optional[int]] = set()
+        #: generations in which a fault was recorded; processes of those that end later were stopped
+        self.faulted: Set[int] = set()
+        self.generation = 0
+        #: the first generation of the last whole-group restart: older processes were stopped by it
+        self.group_generation = 0
+        #: ranks of the fault being recovered
+        self.fault_ranks: Set[Optional[int]] = set()
         self.fault_time: Optional[float] = None
         self.last_fault: Optional[Worker] = None
         self.last_fault_code: Optional[int] = None
@@ -160,6 +183,9 @@ class Supervisor:
         #: the agent has ended: whatever else ends now was stopped by us
         self.ending = False
         self.stopping_manager = False
+        #: why the launcher stopped the training itself (a signal, the Manager's death), or None
+        self.stop_reason: Optional[str] = None
+        self.manager_lost = False
         self.sock: Optional[socket.socket] = None
         self.timeline: Optional[TimelineWriter] = None
 
@@ -203,43 +229,97 @@ class Supervisor:
             return
         rc = m.get("restart_count")
         rc = rc if isinstance(rc, int) else None
+        rank = m.get("rank")
         st = proc_stat(pid)
-        self.workers[pid] = Worker(pid, m.get("rank"), m.get("local_rank"), rc, st.starttime if st else None)
-        if self.attempt is None and self.fault_time is None:
+        group = (rc is not None and self.attempt is not None and rc > self.attempt) or (
+            rc is None and self.fault_time is not None
+        )
+        # TaskD restarts the faulty ranks in place with the same TORCHELASTIC_RESTART_COUNT
+        # (MC@v7.3.0 pt_agent.py:139-154, torch_patch.py:64-76): a new process of a rank whose
+        # process ended while the others of its generation run on is a restart too
+        latest = None
+        for w in self.workers.values():  # in start order: the rank's newest process
+            if w.rank == rank:
+                latest = w
+        in_place = (
+            not group
+            and latest is not None
+            and latest.done
+            and latest.restart_count == rc
+            and any(w.rank != rank and not w.done for w in self.workers.values())
+        )
+        if self.attempt is None and self.fault_time is None and not self.workers:
             self.attempt = rc
-        elif (rc is not None and (self.attempt is None or rc > self.attempt)) or (rc is None and self.fault_time):
+        elif group or in_place:
             if self.fault_time is None and self.vanished is not None:
                 # the agent reaped the failed process before its status could be read: it is the fault
                 w, gone = self.vanished
                 self._log(
-                    "worker-fault", rank=w.rank, restart_count=w.restart_count, when=gone, pid=w.pid, inferred=True
+                    "worker-fault",
+                    rank=w.rank,
+                    restart_count=w.restart_count,
+                    when=gone,
+                    pid=w.pid,
+                    inferred=True,
+                    generation=w.generation,
                 )
-                self.faulted.add(w.restart_count)
+                self.faulted.add(w.generation)
                 self.fault_time = gone
+                self.fault_ranks = {w.rank}
             seconds = None if self.fault_time is None else round(when - self.fault_time, 6)
-            self._log("restart", restart_count=rc, when=when, seconds=seconds)
+            self.generation += 1
+            if group:
+                self.group_generation = self.generation
+            self._log(
+                "restart",
+                restart_count=rc,
+                when=when,
+                seconds=seconds,
+                kind="in-place" if in_place else "group",
+                generation=self.generation,
+                fault_ranks=sorted(self.fault_ranks, key=lambda r: -1 if r is None else r),
+            )
             self.attempt = rc
             self.fault_time = None
+            self.fault_ranks = set()
+            self.vanished = None
+        self.workers[pid] = Worker(
+            pid, rank, m.get("local_rank"), rc, st.starttime if st else None, generation=self.generation
+        )
         self._log(
-            "worker-start", rank=m.get("rank"), restart_count=rc, when=when, pid=pid, local_rank=m.get("local_rank")
+            "worker-start",
+            rank=rank,
+            restart_count=rc,
+            when=when,
+            pid=pid,
+            local_rank=m.get("local_rank"),
+            generation=self.generation,
         )
 
     def _worker_ended(self, w: Worker, code: Optional[int]) -> None:
         w.done = True
         if code == 0:
             kind = "worker-exit"
-        elif self.first_signal is not None or self.ending or w.restart_count in self.faulted:
-            kind = "worker-stop"  # the agent (or we) stopped it; its status is often reaped before we look
+        elif (
+            self.stop_reason is not None
+            or self.ending
+            or self.fault_time is not None
+            or w.generation < self.group_generation
+        ):
+            # the agent (or we) stopped it, or it failed because of the fault being recovered; its
+            # status is often reaped before we look
+            kind = "worker-stop"
         elif code is None:
             kind = "worker-end"  # gone before we saw its status
             if self.vanished is None:
                 self.vanished = (w, time.time())
         else:
             kind = "worker-fault"
-            self.faulted.add(w.restart_count)
+            self.faulted.add(self.generation)
+            self.fault_ranks = {w.rank}
             self.fault_time = time.time()
             self.last_fault, self.last_fault_code = w, code
-        self._log(kind, rank=w.rank, exit_code=code, restart_count=w.restart_count, pid=w.pid)
+        self._log(kind, rank=w.rank, exit_code=code, restart_count=w.restart_count, pid=w.pid, generation=w.generation)
 
     def _poll_workers(self) -> None:
         for w in list(self.workers.values()):
@@ -280,33 +360,49 @@ class Supervisor:
                 self.manager.returncode = code
                 self.manager_code = code
                 self._log("manager-exit", exit_code=code, pid=pid)
-                if not self.stopping_manager:
+                if not self.stopping_manager and not self.ending and self.stop_reason is None:
+                    self.manager_lost = True
+                    self._log("manager-lost", exit_code=code, pid=pid, grace_seconds=self.spec.grace_seconds)
                     _say(
-                        "the TaskD Manager exited with %d while training runs (log: %s); recovery through TaskD "
-                        "is not available until the job restarts" % (code, self.spec.manager_log)
+                        "the TaskD Manager exited with %d while the training runs (log: %s): without it TaskD "
+                        "cannot start or recover workers, so the training is stopped (exit %d) for the Pod- or "
+                        "job-level rung to take over" % (code, self.spec.manager_log, 128 + signal.SIGTERM)
                     )
+                    self._stop_training("the TaskD Manager exited", signal.SIGTERM)
             elif pid in self.workers and not self.workers[pid].done:
                 self._worker_ended(self.workers[pid], code)
 
     def _alive(self, proc: Optional[subprocess.Popen[bytes]]) -> bool:
         return proc is not None and proc.returncode is None
 
+    def _stop_training(self, reason: str, signum: int) -> None:
+        """Every descendant gets ``signum`` now and the grace period from now on."""
+        self.stop_reason = reason
+        self.deadline = time.monotonic() + self.spec.grace_seconds
+        pids = descendants(self.pid)
+        for pid in pids:
+            send(pid, signum)
+        self._log("stop", reason=reason, signal=signal.Signals(signum).name, pids=pids)
+
     def _forward(self) -> None:
         while self.signals:
             signum = self.signals.pop(0)
+            self._log("signal", signal=signal.Signals(signum).name, grace_seconds=self.spec.grace_seconds)
             if self.first_signal is None:
                 self.first_signal = signum
-                self.deadline = time.monotonic() + self.spec.grace_seconds
-            self._log("signal", signal=signal.Signals(signum).name, grace_seconds=self.spec.grace_seconds)
+                if self.stop_reason is None:
+                    self._stop_training("%s received" % signal.Signals(signum).name, signum)
+                    continue
             for proc in (self.agent, self.manager):
                 if proc is not None and self._alive(proc):
                     send(proc.pid, signum)
 
     def _kill_all(self, reason: str) -> None:
+        """SIGKILL every descendant, then log (a failing log must not keep them alive)."""
         pids = descendants(self.pid)
-        self._log("kill", reason=reason, pids=pids)
         for pid in pids:
             send(pid, signal.SIGKILL)
+        self._log("kill", reason=reason, pids=pids)
 
     def _wait_gone(self, pids: List[int], seconds: float) -> List[int]:
         end = time.monotonic() + seconds
@@ -323,14 +419,24 @@ class Supervisor:
             return
         self.stopping_manager = True
         send(self.manager.pid, signal.SIGTERM)
-        if self._wait_gone([self.manager.pid], MANAGER_STOP_SECONDS):
+        wait = MANAGER_STOP_SECONDS
+        if self.deadline is not None:
+            wait = min(wait, max(0.0, self.deadline - time.monotonic()))
+        if self._wait_gone([self.manager.pid], wait):
             send(self.manager.pid, signal.SIGKILL)
             self._wait_gone([self.manager.pid], 5.0)
 
     def _sweep(self) -> None:
         """Nothing the job started outlives the launcher."""
         left = [p for p in descendants(self.pid) if (proc_stat(p) or ProcStat("Z", 0, 0, None)).state != "Z"]
-        if left:
+        if left and self.deadline is not None:
+            # stopping: they already got the signal; they keep the rest of the grace period
+            left = self._wait_gone(left, max(0.0, self.deadline - time.monotonic()))
+            for pid in left:
+                send(pid, signal.SIGKILL)
+            if left:
+                self._log("kill", reason="grace period of %.0f s over" % self.spec.grace_seconds, pids=left)
+        elif left:
             self._log("kill", reason="left over after the training ended", pids=left)
             for pid in left:
                 send(pid, signal.SIGTERM)
@@ -344,8 +450,10 @@ class Supervisor:
             return 0
         if self.first_signal is not None:
             return 128 + self.first_signal
+        if self.manager_lost:
+            return 128 + signal.SIGTERM
         w = self.last_fault
-        if w is not None and self.last_fault_code is not None and w.restart_count == self.attempt:
+        if w is not None and self.last_fault_code is not None and w.generation == self.generation:
             return shell_code(self.last_fault_code)
         return shell_code(agent)
 
@@ -354,6 +462,8 @@ class Supervisor:
         spec = self.spec
         try:
             os.makedirs(spec.log_dir, exist_ok=True)
+            for problem in filter(None, map(private_dir, spec.private_dirs)):
+                raise ResumableError(problem, spec.log_dir, "Fix the directory TaskD logs to (TASKD_LOG_PATH).")
             self.timeline = TimelineWriter(spec.timeline_path)
         except OSError as exc:
             raise ResumableError(
@@ -363,6 +473,7 @@ class Supervisor:
             ) from None
         runtime = tempfile.mkdtemp(prefix="resumable-launch-")
         handlers = {}
+        clean = False
         try:
             address = os.path.join(runtime, "events.sock")
             self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -412,9 +523,10 @@ class Supervisor:
             self._sweep()
             code = self.exit_code()
             self._log("exit", exit_code=code, agent_exit_code=self.agent_code, manager_exit_code=self.manager_code)
+            clean = True
             return code
         finally:
-            if self.agent is not None and self.agent_code is None:  # an error of ours: leave nothing behind
+            if not clean:  # an error of ours: leave nothing behind, killing before anything is logged
                 self._kill_all("launcher error")
                 self._wait_gone(descendants(self.pid), 5.0)
             for signum, old in handlers.items():
@@ -424,6 +536,11 @@ class Supervisor:
             shutil.rmtree(runtime, ignore_errors=True)
             if self.timeline is not None:
                 self.timeline.close()
+                if self.timeline.failures:
+                    _say(
+                        "%d timeline write(s) to %s failed (last: %s); the events are incomplete"
+                        % (self.timeline.failures, self.timeline.path, self.timeline.last_error)
+                    )
 
 
 def run(spec: LaunchSpec) -> int:

@@ -7,15 +7,21 @@
 =============== ==============================================================================
 launch          header: job, host, launcher pid, command, the plan's ladder and budget lines
 manager-start   the TaskD Manager was started (pid); manager-exit: it ended (exit_code)
-worker-start    a training process started (pid, local_rank), reported by the start-up hook
-worker-fault    the first training process of an attempt that ended abnormally (``inferred``: its
-                status was gone, but the agent restarted the group after it ended)
-worker-stop     another process of that attempt ended (stopped by the agent, or at shutdown; its
-                exit code is null when the agent reaped it before the launcher looked)
+worker-start    a training process started (pid, local_rank, ``generation``), reported by the start-up hook
+worker-fault    the first training process of a generation that ended abnormally (``inferred``: its
+                status was gone, but the agent restarted it after it ended)
+worker-stop     another process ended while that fault was being recovered, or a process of a faulted
+                generation ended later (stopped by the agent, or at shutdown; its exit code is null
+                when the agent reaped it before the launcher looked)
 worker-exit     a training process ended with 0
 worker-end      a training process was gone before its status could be read
-restart         the first process of a later attempt started: ``seconds`` since the fault
-signal          the launcher got SIGTERM/SIGINT and forwarded it; kill: grace period over
+restart         the first process of the next generation started: ``seconds`` since the fault; ``kind``
+                ``group`` (the agent restarted every process: TORCHELASTIC_RESTART_COUNT went up) or
+                ``in-place`` (only the faulty ranks got new processes, the others ran on: TaskD's
+                restart of the faulty ranks keeps the restart count); ``fault_ranks``
+signal          the launcher got SIGTERM/SIGINT; stop: it sent it to every process (``pids``) and
+                gives them the grace period; kill: grace period over
+manager-lost    the TaskD Manager exited while the training ran: the training is stopped
 exit            the launcher's exit code and the agent's
 =============== ==============================================================================
 
@@ -42,10 +48,17 @@ RESTART_TERMS = ("detect", "T1 reschedule")
 
 
 class TimelineWriter:
-    """Appends events; each line is written and flushed at once (a crash loses at most the last)."""
+    """Appends events; each line is written and flushed at once (a crash loses at most the last).
+
+    A write never raises: a full or failing log disk must not stop the supervisor from stopping
+    the training (a launcher that dies on ENOSPC leaves its children running). Failed writes are
+    counted in ``failures`` (the last error in ``last_error``) and the launcher reports them.
+    """
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self.failures = 0
+        self.last_error: Optional[str] = None
         self._handle: Optional[IO[str]] = open(path, "a", encoding="utf-8")  # noqa: SIM115
 
     def write(
@@ -66,14 +79,22 @@ class TimelineWriter:
         }
         record.update(details)
         if self._handle is not None:
-            self._handle.write(json.dumps(record, sort_keys=False, default=str) + "\n")
-            self._handle.flush()
+            try:
+                self._handle.write(json.dumps(record, sort_keys=False, default=str) + "\n")
+                self._handle.flush()
+            except (OSError, ValueError, TypeError) as exc:
+                self.failures += 1
+                self.last_error = str(exc)
         return record
 
     def close(self) -> None:
         if self._handle is not None:
-            self._handle.close()
-            self._handle = None
+            handle, self._handle = self._handle, None
+            try:
+                handle.close()
+            except OSError as exc:  # the last buffered line could not be written
+                self.failures += 1
+                self.last_error = str(exc)
 
 
 def read_events(path: str) -> List[Dict[str, Any]]:
@@ -115,7 +136,9 @@ class Recovery:
     rank: Optional[int]
     exit_code: Optional[int]
     restart_count: Optional[int]
-    how: str  # "in place" (the agent restarted the processes) or "relaunch" (a new launch on this pod)
+    #: "in place" (only the faulty ranks restarted), "group" (the agent restarted every process in the
+    #: container) or "relaunch" (a new launch on this pod)
+    how: str
     restart_time: Optional[float]
     level: Optional[str]
     budget_restart: Optional[float]
@@ -131,6 +154,8 @@ def _level(levels: List[str], how: str) -> Optional[str]:
     processes in the container is process-level in-place recovery; a new launch on the same pod is
     the first level that replaces processes or pods."""
     wanted = ("recover-in-place", "recover") if how == "in place" else ("recover", "pod", "job")
+    # a whole-group restart is not the in-place rung: it is graded as the next level that restarts
+    # every process (or the pod/job level when the ladder has no process level)
     for level in wanted:
         if level in levels:
             return level
@@ -155,11 +180,14 @@ def recoveries(events: List[Dict[str, Any]]) -> List[Recovery]:
                 float(e["time"]), e.get("rank"), e.get("exit_code"), e.get("restart_count"), "", None, None, None, None
             )
             fault_session = session
+        elif kind == "restart" and pending is not None and pending.restart_time is None and e.get("kind"):
+            pending.how = "in place" if e.get("kind") == "in-place" else "group"
+            pending.restart_time = float(e["time"])
         elif kind == "worker-start" and pending is not None and pending.restart_time is None:
             if session != fault_session:
                 pending.how = "relaunch"
             elif (e.get("restart_count") or 0) > (pending.restart_count or 0) or e.get("restart_count") is None:
-                pending.how = "in place"
+                pending.how = "group"  # a timeline from before restart kinds: the restart count went up
             else:
                 continue
             pending.restart_time = float(e["time"])

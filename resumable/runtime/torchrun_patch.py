@@ -19,6 +19,7 @@ such line (torch 2.13's run.py has no ``import logging``). Here:
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import tempfile
 from typing import List, NamedTuple, Optional, Sequence, Tuple
@@ -29,6 +30,41 @@ from . import installed
 
 #: what ``python -m torch.distributed.run`` and torchrun import
 RUN_MODULE = "torch.distributed.run"
+
+#: Run in a fresh interpreter after the edit: does the (possibly replaced) ``launch_agent`` accept
+#: every keyword torch's own ``elastic_launch.__call__`` passes it? TaskD 7.3.0 and 26.1.0 replace it
+#: with ``patch_launch_agent(config, entrypoint, args)`` (MC@v7.3.0 taskd/python/adaptor/patch/
+#: torch_patch.py:275-279), while torch >= 2.4 passes ``health_check_server=``: torchrun then dies
+#: at launch although the module imports. Prints the missing keywords, torch's version and the
+#: patch package's version.
+LAUNCH_CHECK = r"""
+import inspect, re, sys
+import torch, torch.distributed.run
+try:
+    from torch.distributed.launcher import api
+    api.elastic_launch, api.launch_agent
+except (ImportError, AttributeError):
+    sys.exit(0)  # a torch without the elastic launcher: nothing passes launch_agent anything
+try:
+    from importlib import metadata
+    other = metadata.version(sys.argv[1])
+except Exception:
+    other = "unknown"
+source = inspect.getsource(api.elastic_launch.__call__)
+call = source[source.find("launch_agent("):]
+passed = re.findall(r"\b(\w+)\s*=", call)
+params = inspect.signature(api.launch_agent).parameters.values()
+if any(p.kind == p.VAR_KEYWORD for p in params):
+    missing = []
+else:
+    names = {p.name for p in params}
+    missing = [k for k in passed if k not in names]
+if missing:
+    print("torch %s passes %s to launch_agent, which %s %s (%s) does not accept" % (
+        getattr(torch, "__version__", "?"), ", ".join(k + "=" for k in missing), sys.argv[1], other,
+        getattr(api.launch_agent, "__module__", "?")))
+    sys.exit(1)
+"""
 
 
 class PatchResult(NamedTuple):
@@ -142,6 +178,20 @@ def locate_run_py() -> str:
     return path
 
 
+def _check_launch(package: str) -> Tuple[bool, str]:
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", LAUNCH_CHECK, package],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            timeout=installed.IMPORT_CHECK_TIMEOUT,
+        )
+    except (subprocess.TimeoutExpired, OSError) as exc:
+        return False, "the launch check did not run (%s)" % exc
+    text = proc.stdout.decode("utf-8", "replace").strip().splitlines()
+    return proc.returncode == 0, " | ".join(text[-2:]) if text else "exit code %d" % proc.returncode
+
+
 def patch(line: str, anchor: str, path: Optional[str] = None) -> PatchResult:
     """Make run.py carry ``line`` exactly once and verify that torch's launcher still imports."""
     run_py = path or locate_run_py()
@@ -171,7 +221,16 @@ def patch(line: str, anchor: str, path: Optional[str] = None) -> PatchResult:
             run_py,
             "Check that the installed %s matches this torch (jobs[].image in the profile)." % top,
         )
-    return PatchResult(run_py, True, "%s: %s; `import %s` works" % (run_py, "; ".join(done), RUN_MODULE))
+    ok, output = _check_launch(top)
+    if not ok:
+        _write(run_py, original)
+        raise ResumableError(
+            "after adding `%s`, torchrun cannot launch: %s; the file was restored" % (line, output),
+            run_py,
+            "Use a %s release that supports this torch, or the torch version it supports (jobs[].image.torch)." % top,
+        )
+    what = "`import %s` works and its launch_agent takes what torch passes" % RUN_MODULE
+    return PatchResult(run_py, True, "%s: %s; %s" % (run_py, "; ".join(done), what))
 
 
 def undo(line: str, path: Optional[str] = None) -> PatchResult:

@@ -114,7 +114,14 @@ def test_rendered_job_validates_against_the_upstream_crd(example: str, tmp_path:
 def test_process_recovery_mounts_the_shared_cache_everywhere(example: str, tmp_path: Path) -> None:
     """Seed 恢复时间优化 表10: the compile cache on shared storage at ASCEND_CACHE_PATH on every pod,
     ASCEND_MAX_OP_CACHE_SIZE=-1; RT04: taskd-port 9601 on every pod, ttp-port with dump; RT01:
-    the reset-config ConfigMap mounted at /user/restore/reset/config."""
+    the reset-config ConfigMap exists (the device plugin only updates it:
+    MC:component/ascend-device-plugin/pkg/kubeclient/client_server.go WriteResetInfoDataIntoCM) and
+    the pods mount the host directory the device plugin copies its reset.json into
+    (pkg/common/file_manager.go GenResetDirName, pkg/device/ascendtolerance.go writeCMToFile), read-only
+    at /user/restore/reset/config, as every upstream sample does
+    (MCD:.../fault-tolerance/ranktable/mindspore/Qwen3/yamls/ms_multinodes_acjob_superpod.yaml):
+    not the ConfigMap itself, whose keys are symlinks TaskD's reader refuses
+    (MC:component/taskd/taskd/python/toolkit/validator/file_process.py)."""
     objs = render(ROOT / "examples" / f"{example}.yaml", tmp_path / "out")
     job = the_job(objs)
     claims = {o["metadata"]["name"] for o in objs if o["kind"] == "PersistentVolumeClaim"}
@@ -130,7 +137,13 @@ def test_process_recovery_mounts_the_shared_cache_everywhere(example: str, tmp_p
         ports = {p["name"]: p["containerPort"] for p in pod["containers"][0]["ports"]}
         assert ports["taskd-port"] == 9601 and ports["ascendjob-port"] == 2222
         assert "ttp-port" in ports, "dump needs the MindIO TTP port"
-        assert mounts_of(pod)["/user/restore/reset/config"] == f"configMap:reset-config-{name}"
+        namespace = job["metadata"]["namespace"]
+        reset_dir = "/user/restore/reset/config"
+        assert mounts_of(pod)[reset_dir] == f"hostPath:/user/restore/reset/{namespace}.reset-config-{name}"
+        (reset_mount,) = [m for m in pod["containers"][0]["volumeMounts"] if m["mountPath"] == reset_dir]
+        assert reset_mount.get("readOnly") is True
+        (reset_volume,) = [v for v in pod["volumes"] if v["name"] == reset_mount["name"]]
+        assert "type" not in reset_volume["hostPath"], "the samples give no type: the device plugin creates it"
         assert pod["terminationGracePeriodSeconds"] == 600  # below grace-over-time 900
         assert "ASCEND_VISIBLE_DEVICES" not in env, "the 7.3.0 operator sets it itself"
     reset = next(o for o in objs if o["metadata"]["name"] == f"reset-config-{name}")
@@ -345,3 +358,60 @@ def test_each_job_carries_what_its_strategy_requires(example: str, tmp_path: Pat
     if job["kind"] == "AscendJob":
         for spec in job["spec"]["replicaSpecs"].values():
             assert spec["restartPolicy"] == "Never"
+
+
+def test_every_job_names_its_volcano_queue() -> None:
+    """With gang scheduling the Ascend Operator gets the queue of runPolicy.schedulingPolicy by name and
+    refuses the job when it cannot (MC:component/ascend-operator/pkg/controllers/v1/ascendjob_validate.go
+    validateBasicInfo, lines 72-80 at v7.3.0, 81-89 at v26.1.0); every upstream sample names queue
+    default, the queue Volcano creates (MCD: ms_multinodes_acjob_superpod.yaml, pytorch_vcjob_910b.yaml
+    spec.queue). scheduler.queue sets it for every job, jobs[].queue for one."""
+
+    def queue_of(job: Dict[str, Any]) -> Any:
+        if job["kind"] == "AscendJob":
+            return job["spec"]["runPolicy"]["schedulingPolicy"]["queue"]
+        return job["spec"]["queue"]
+
+    def first_job(text: str) -> Dict[str, Any]:
+        kinds = ("AscendJob", "Job")
+        (job,) = [o for o in job_objects(text) if o["kind"] in kinds and "spec" in o and "apiVersion" in o]
+        return job
+
+    for kind in ("ascendjob", "vcjob"):
+
+        def as_kind(job: Dict[str, Any], doc: Dict[str, Any], kind: str = kind) -> None:
+            job["kind"] = kind
+
+        assert queue_of(first_job(variant("job-level-minimal", as_kind))) == "default"
+
+        def team(job: Dict[str, Any], doc: Dict[str, Any], kind: str = kind) -> None:
+            job["kind"] = kind
+            doc.setdefault("scheduler", {})["queue"] = "team-a"
+
+        assert queue_of(first_job(variant("job-level-minimal", team))) == "team-a"
+
+        def own(job: Dict[str, Any], doc: Dict[str, Any], kind: str = kind) -> None:
+            team(job, doc)
+            job["queue"] = "urgent"
+
+        assert queue_of(first_job(variant("job-level-minimal", own))) == "urgent"
+    job = first_job(variant("job-level-minimal", as_vcjob))
+    assert validate_cr(job, upstream_crd("6.0.0", "Job")) == []
+
+
+@pytest.mark.parametrize("where", ["jobs[0].queue", "scheduler.queue"])
+@pytest.mark.parametrize("queue", ["Team_A", "", "-a", "a" * 254])
+def test_a_queue_that_is_no_kubernetes_name_is_refused(
+    queue: str, where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Volcano Queue is a cluster-scoped object: its name is a DNS subdomain (KUBE object names)."""
+    doc = yaml.safe_load((ROOT / "examples" / "job-level-minimal.yaml").read_text())
+    if where == "scheduler.queue":
+        doc.setdefault("scheduler", {})["queue"] = queue
+    else:
+        doc["jobs"][0]["queue"] = queue
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "%s: " % where in err and "Write a Kubernetes object name (DNS subdomain)" in err

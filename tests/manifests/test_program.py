@@ -75,7 +75,7 @@ EXPECTED: Dict[str, Expected] = {
             "training/reset-config-qwen-mindformers",
         },
         "AscendJob/training/qwen-mindformers",
-        {"Scheduler": 1, "Worker": 2},
+        {"Scheduler": 1, "Worker": 1},  # the Scheduler has NPUs and is msrun node 0 (issue 14)
         "registry.example.com/ai/qwen-mindformers:7.3.0",
         "workload",
     ),

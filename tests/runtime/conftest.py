@@ -3,6 +3,7 @@ child process (the launcher handles signals and children, so it is never run in 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib.util
 import json
@@ -11,6 +12,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence
@@ -55,8 +57,15 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
+#: where the TaskD double's logger writes unless a test says otherwise: TaskD builds its log directory
+#: at import, relative to the working directory by default (./taskd_log/, mode 0o750)
+TASKD_LOG_DEFAULT = os.path.join(tempfile.gettempdir(), "resumable-tests-taskd-log-%d" % os.getpid())
+atexit.register(shutil.rmtree, TASKD_LOG_DEFAULT, True)  # written by the tests' TaskD double only
+
+
 def clean_env(**extra: str) -> Dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in POD_VARS}
+    env.setdefault("TASKD_LOG_PATH", TASKD_LOG_DEFAULT)
     env.update(extra)
     return env
 
@@ -148,11 +157,31 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Path]:
 
 
 @pytest.fixture(scope="session")
-def vendor_site(wheels: Dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    site = tmp_path_factory.mktemp("vendor-site")
-    for wheel in wheels.values():
+def compat_taskd(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The TaskD double whose patched launch_agent accepts torch 2.13's keyword arguments (no upstream
+    release does: see build_fixtures.build_taskd); the e2e tests run the agent loop on it."""
+    if not build_fixtures.compiler():
+        pytest.skip("no C compiler to build the fixture libtaskd.so (apt-get install gcc)")
+    return Path(build_fixtures.build_taskd(str(tmp_path_factory.mktemp("wheels-compat")), compat=True))
+
+
+def _site(tmp_path_factory: pytest.TempPathFactory, name: str, wheels: Sequence[Path]) -> Path:
+    site = tmp_path_factory.mktemp(name)
+    for wheel in wheels:
         build_fixtures.install_into(str(wheel), str(site))
     return site
+
+
+@pytest.fixture(scope="session")
+def vendor_site(wheels: Dict[str, Path], compat_taskd: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """TaskD (the compat double) and MindIO installed: the site the e2e tests run the launcher on."""
+    return _site(tmp_path_factory, "vendor-site", [compat_taskd, wheels["mindio_ttp"]])
+
+
+@pytest.fixture(scope="session")
+def upstream_taskd_site(wheels: Dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """TaskD 7.3.0 as upstream ships it (launch_agent takes three arguments) and MindIO."""
+    return _site(tmp_path_factory, "upstream-site", [wheels["taskd"], wheels["mindio_ttp"]])
 
 
 @pytest.fixture()
@@ -185,3 +214,22 @@ def fixture_log(tmp_path: Path) -> Iterator[Path]:
 
 def python_path(*dirs: Path) -> str:
     return os.pathsep.join(str(d) for d in dirs)
+
+
+def process_tree(root: int) -> List[Any]:
+    """Every live process below ``root`` with its /proc stat (to recognise it later)."""
+    from resumable.runtime.supervisor import descendants, proc_stat
+
+    return [(pid, proc_stat(pid)) for pid in descendants(root)]
+
+
+def left_behind(tree: List[Any]) -> List[int]:
+    """The processes of ``tree`` (same pid, same start time) still alive and not zombies."""
+    from resumable.runtime.supervisor import proc_stat
+
+    left = []
+    for pid, st in tree:
+        now = proc_stat(pid)
+        if st is not None and now is not None and now.starttime == st.starttime and now.state != "Z":
+            left.append(pid)
+    return left

@@ -26,3 +26,5 @@ def test_recovery_benchmark_prints_its_figures() -> None:
     assert "plan (monitor_interval 1)" in out and "default (monitor_interval 5)" in out
     assert "floor" in out and "plan / default = " in out and "plan / floor   = " in out
     assert "fewer than 10 trials" in out
+    assert "torch default (no --monitor_interval)" in out and "plan / torch default = " in out
+    assert "kill " in proc.stderr and "after step 12" in proc.stderr  # the random kill phase

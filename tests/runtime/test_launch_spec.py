@@ -63,7 +63,8 @@ def test_pytorch_process_recovery_rank0(pod: Dict[str, str], vendor_site: Path) 
     assert env["LD_PRELOAD"] == str(lib)
     assert env["MASTER_ADDR"] == "10.0.0.5", "rank 0 points MASTER_ADDR at POD_IP for the TaskD Manager"
     assert env["TASKD_PROCESS_ENABLE"] == "on" and env["HCCL_ASYNC_ERROR_HANDLING"] == "0"
-    assert env["TASKD_LOG_PATH"] == "/job/code/alllogs/3f0c-uid/taskd"
+    # the example mounts no /job/code: logs go next to the checkpoints, on its NFS storage
+    assert env["TASKD_LOG_PATH"] == "/job/ckpt/alllogs/3f0c-uid/taskd"
     assert env[C.ENV_RESUMABLE_JIT_COMPILE] == "1"  # compile.mode cache
     manager, launcher = commands(out)
     assert manager[:3] == [sys.executable, "-m", "resumable.runtime.taskd_manager"]
@@ -79,7 +80,7 @@ def test_pytorch_process_recovery_rank0(pod: Dict[str, str], vendor_site: Path) 
         "--monitor_interval=1",
         "pretrain_gpt.py",
     ]
-    assert "/job/code/alllogs/3f0c-uid/resumable/timeline-" in out
+    assert "/job/ckpt/alllogs/3f0c-uid/resumable/timeline-" in out
 
 
 def test_pytorch_process_recovery_rank1_runs_no_manager(pod: Dict[str, str]) -> None:

@@ -5,6 +5,7 @@ repeats the essentials with the real torchrun."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -13,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import pytest
 
 from resumable import constants as C
 from resumable.runtime.supervisor import decode_status, descendants, proc_stat, shell_code
@@ -25,6 +28,8 @@ from .conftest import (
     executable,
     fake_torch_layout,
     free_port,
+    left_behind,
+    process_tree,
     profile_text,
     python_path,
     read_jsonl,
@@ -53,6 +58,8 @@ class Pod:
             MASTER_ADDR="127.0.0.1",
             MASTER_PORT=str(free_port()),
             PYTHONPATH=python_path(*(extra_path or [])),
+            TASKD_LOG_PATH=str(tmp / "taskd-log"),
+            TASKD_DOUBLE_MANAGER_PORT=str(free_port()),
         )
 
     def start(self, *worker_args: str) -> subprocess.Popen[str]:
@@ -113,10 +120,12 @@ def test_fault_restart_resume_and_timeline(tmp_path: Path) -> None:
     text = cli(["timeline", str(pod.timeline)])
     assert text.returncode == 0
     assert "1 launch, 1 fault, 1 restart" in text.stdout
-    assert "in place" in text.stdout and "recover-in-place" not in text.stdout  # plain torchrun: level job
+    # torchrun restarts the whole group (the restart count goes up): not the in-place rung
+    assert restart["kind"] == "group" and restart["fault_ranks"] == [1]
+    assert "group" in text.stdout and "recover-in-place" not in text.stdout  # plain torchrun: level job
     data = json.loads(cli(["timeline", str(pod.timeline), "--format", "json"]).stdout)
     (rec,) = data["recoveries"]
-    assert rec["rank"] == 1 and rec["exit_code"] == 7 and rec["how"] == "in place" and rec["level"] == "job"
+    assert rec["rank"] == 1 and rec["exit_code"] == 7 and rec["how"] == "group" and rec["level"] == "job"
     assert abs(rec["seconds"] - float(restart["seconds"])) < 1e-3
 
 
@@ -227,12 +236,71 @@ def test_a_manager_that_cannot_start_is_reported(tmp_path: Path, vendor_site: Pa
         RESUMABLE_FIXTURE_LOG=str(fixture_log),
         PYTHONPATH=python_path(torch, broken),
     )
-    code, err = pod.run("--steps", "30")
-    assert code == 0, err
+    began = time.monotonic()
+    code, err = pod.run("--steps", "2000", "--step-seconds", "0.05")
+    # never an idle pod: the training is stopped and the exit code hands over to the Pod/job rung
+    assert code == 128 + signal.SIGTERM, err
+    assert time.monotonic() - began < 60
     assert "the TaskD Manager exited with 1" in err
     (ended,) = pod.events("manager-exit")
     assert ended["exit_code"] == 1
+    (lost,) = pod.events("manager-lost")
+    assert lost["exit_code"] == 1
+    assert pod.events("exit")[0]["exit_code"] == 128 + signal.SIGTERM
     assert any(c.get("error") == "the libtaskd.so has not been loaded" for c in read_jsonl(fixture_log))
+
+
+def test_a_manager_that_dies_mid_run_stops_the_training(tmp_path: Path, vendor_site: Path) -> None:
+    torch = fake_torch_layout(
+        tmp_path / "torch-site", RUN_PY.replace("import os\n", C.RUNPY_IMPORT_TASKD + "\nimport os\n")
+    )
+    pod = Pod(tmp_path, profile_text(taskd=True, max_restarts=3, monitor=1, grace=5), [torch, vendor_site])
+    pod.env.update(POD_IP="127.0.0.1", MINDX_TASK_ID="job-uid-3")
+    proc = pod.start("--steps", "4000", "--step-seconds", "0.05", "--ignore-sigterm")
+    wait_for(lambda: pod.logs.exists() and len(pod.events("worker-start")) == 2)
+    tree = process_tree(proc.pid)
+    manager = pod.events("manager-start")[0]["pid"]
+    began = time.monotonic()
+    os.kill(manager, signal.SIGKILL)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert time.monotonic() - began < 5 + 5  # the grace period (less its margin) and the launcher's exit
+    (lost,) = pod.events("manager-lost")
+    assert lost["exit_code"] == -signal.SIGKILL
+    (stop,) = pod.events("stop")
+    assert set(e["pid"] for e in pod.events("worker-start")) <= set(stop["pids"])
+    assert left_behind(tree) == []
+
+
+def _tmpfs(path: Path, size: str) -> bool:
+    path.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%s" % size, "tmpfs", str(path)], capture_output=True)
+    return done.returncode == 0
+
+
+def test_a_full_log_disk_leaves_no_process_behind(tmp_path: Path) -> None:
+    disk = tmp_path / "disk"
+    if not _tmpfs(disk, "64k"):
+        pytest.skip("cannot mount a tmpfs here (needs root and mount permission)")
+    try:
+        pod = Pod(tmp_path, profile_text(npus=2, max_restarts=1, monitor=1))
+        pod.logs = disk / "logs"
+        pod.logs.mkdir()
+        fd = os.open(str(disk / "filler"), os.O_WRONLY | os.O_CREAT)  # fill the disk to the last block
+        with contextlib.suppress(OSError):
+            while os.write(fd, b"x" * 512):
+                pass
+        os.close(fd)
+        proc = pod.start("--steps", "30", "--step-seconds", "0.05", "--exit-code", "3", "--exit-step", "5")
+        wait_for(lambda: len(descendants(proc.pid)) >= 3, 30)
+        tree = process_tree(proc.pid)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err  # the restarted training succeeded: not exit 3 ("our bug")
+        assert "Traceback" not in err, err
+        assert "timeline write(s)" in err and "No space left on device" in err
+        assert left_behind(tree) == []
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], capture_output=True)
 
 
 def test_a_fault_reaped_before_it_was_seen_is_inferred_from_the_restart(tmp_path: Path) -> None:
@@ -275,3 +343,38 @@ def test_status_helpers() -> None:
     assert shell_code(-9) == 137 and shell_code(2) == 2
     me = proc_stat(os.getpid())
     assert me is not None and me.ppid == os.getppid() and me.state in "RS"
+
+
+def test_in_place_restarts_are_seen_by_process_not_by_restart_count(tmp_path: Path) -> None:
+    """TaskD restarts the faulty rank with the same TORCHELASTIC_RESTART_COUNT (MC@v7.3.0
+    pt_agent.py:139-154): each new process of that rank is a restart, a repeat fault is a fault."""
+    from resumable.api import job_plan, load_plan
+    from resumable.runtime.launch import build_spec
+    from resumable.runtime.supervisor import Supervisor
+    from resumable.runtime.timeline import TimelineWriter, recoveries
+
+    from .conftest import EXAMPLES
+
+    job = job_plan(load_plan(str(EXAMPLES / "job-level-minimal.yaml")))
+    sup = Supervisor(build_spec(job, {"RANK": "0", "MASTER_ADDR": "a", "MASTER_PORT": "1"}, ["x.py"], str(tmp_path)))
+    sup.timeline = TimelineWriter(str(tmp_path / "t.jsonl"))
+    now = time.time()
+    for rank in (0, 1):
+        sup._worker_started({"pid": 2000 + rank, "rank": rank, "restart_count": 0, "time": now})
+    sup._worker_ended(sup.workers[2001], -9)
+    sup._worker_started({"pid": 2002, "rank": 1, "restart_count": 0, "time": now + 1})
+    sup._worker_ended(sup.workers[2002], -9)  # the same rank fails again, same restart count
+    sup._worker_started({"pid": 2003, "rank": 1, "restart_count": 0, "time": now + 2})
+    sup._worker_ended(sup.workers[2000], 1)  # then rank 0: a new fault, not a stop
+    sup._worker_ended(sup.workers[2003], None)
+    for rank in (0, 1):  # the whole group restarts
+        sup._worker_started({"pid": 2004 + rank, "rank": rank, "restart_count": 1, "time": now + 3})
+    sup.timeline.close()
+    events = read_jsonl(tmp_path / "t.jsonl")
+    faults = [(e["rank"], e["generation"]) for e in events if e["event"] == "worker-fault"]
+    assert faults == [(1, 0), (1, 1), (0, 0)]
+    restarts = [(e["kind"], e["fault_ranks"], e["restart_count"]) for e in events if e["event"] == "restart"]
+    assert restarts == [("in-place", [1], 0), ("in-place", [1], 0), ("group", [0], 1)]
+    assert [e["generation"] for e in events if e["event"] == "worker-start"] == [0, 0, 1, 2, 3, 3]
+    assert [r.how for r in recoveries(events)] == ["in place", "in place", "group"]
+    assert sup.exit_code() != 0

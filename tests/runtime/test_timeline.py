@@ -33,15 +33,14 @@ def ev(t: float, event: str, rank: Any = None, code: Any = None, rc: Any = None)
 
 
 def test_fault_in_place_is_compared_with_recover_in_place() -> None:
+    """TaskD restarts only the faulty rank, same restart count: the in-place rung."""
     events = [
         launch(0, ["recover-in-place", "recover", "job"]),
         ev(1, "worker-start", 0, rc=0),
         ev(1, "worker-start", 1, rc=0),
         ev(10, "worker-fault", 1, -9, 0),
-        ev(10.5, "worker-stop", 0, -15, 0),
-        ev(11.5, "restart", rc=1),
-        ev(11.5, "worker-start", 0, rc=1),
-        ev(11.6, "worker-start", 1, rc=1),
+        dict(ev(11.5, "restart", rc=0), kind="in-place", fault_ranks=[1]),
+        ev(11.5, "worker-start", 1, rc=0),
     ]
     (r,) = recoveries(events)
     assert (r.rank, r.exit_code, r.how, r.level) == (1, -9, "in place", "recover-in-place")
@@ -49,6 +48,26 @@ def test_fault_in_place_is_compared_with_recover_in_place() -> None:
     assert r.budget_restart == 5.0 and r.budget_total == 145.4
     text = render("t.jsonl", events)
     assert "1 launch, 1 fault, 1 restart" in text and "5.00 s (within)" in text
+
+
+def test_a_whole_group_restart_is_graded_as_the_process_level_not_in_place() -> None:
+    events = [
+        launch(0, ["recover-in-place", "recover", "job"]),
+        ev(1, "worker-start", 0, rc=0),
+        ev(1, "worker-start", 1, rc=0),
+        ev(10, "worker-fault", 1, -9, 0),
+        ev(10.5, "worker-stop", 0, -15, 0),
+        dict(ev(11.5, "restart", rc=1), kind="group", fault_ranks=[1]),
+        ev(11.5, "worker-start", 0, rc=1),
+        ev(11.6, "worker-start", 1, rc=1),
+    ]
+    (r,) = recoveries(events)
+    assert (r.rank, r.how, r.level) == (1, "group", "recover")
+    assert r.seconds == pytest.approx(1.5)
+    # a timeline written before restart kinds: the restart count went up, so the group restarted
+    old = [e for e in events if e["event"] != "restart"]
+    (r,) = recoveries(old)
+    assert (r.how, r.level) == ("group", "recover")
 
 
 def test_a_new_launch_after_a_fault_is_a_relaunch() -> None:

@@ -153,8 +153,8 @@ def test_real_torch_patch_is_idempotent_verified_and_reversible(
     assert tp.count_line(text, TASKD) == 1
     assert text.index(TASKD) < text.index("\nimport os\n")
     assert run_py.stat().st_ino != inode, "the installed torch's file (same inode) must not be edited in place"
-    # the verification imported torch.distributed.run, which imported the fixture adaptor
-    assert [c["call"] for c in read_jsonl(fixture_log)].count("patch") == 1
+    # the verification imported torch.distributed.run (import check, launch check): the adaptor twice
+    assert [c["call"] for c in read_jsonl(fixture_log)].count("patch") == 2
 
     patched = sha(run_py)
     second = cli(["image", "patch-torchrun", "--profile", str(profile)], env, timeout=300)
@@ -166,10 +166,27 @@ def test_real_torch_patch_is_idempotent_verified_and_reversible(
         [sys.executable, "-m", "torch.distributed.run", "--help"], env=env, stdout=subprocess.PIPE, timeout=300
     )
     assert help_run.returncode == 0
-    assert [c["call"] for c in read_jsonl(fixture_log)].count("patch") == 2
+    assert [c["call"] for c in read_jsonl(fixture_log)].count("patch") == 3
 
     undone = cli(["image", "patch-torchrun", "--profile", str(profile), "--undo"], env)
     assert undone.returncode == 0 and "removed" in undone.stdout
+    assert sha(run_py) == original
+
+
+def test_taskd_whose_launch_agent_refuses_torchs_arguments_is_refused(
+    tmp_path: Path, torch_site: Path, upstream_taskd_site: Path
+) -> None:
+    """TaskD 7.3.0's patch_launch_agent takes three arguments; torch 2.13 passes health_check_server=
+    (MC@v7.3.0 torch_patch.py:275-279): the module imports, torchrun dies at launch. Refused, naming
+    both versions, run.py restored."""
+    profile = write(tmp_path / "p.yaml", profile_text(taskd=True))
+    env = clean_env(PYTHONPATH=python_path(torch_site, upstream_taskd_site))
+    run_py = torch_site / "torch" / "distributed" / "run.py"
+    original = sha(run_py)
+    done = cli(["image", "patch-torchrun", "--profile", str(profile)], env, timeout=300)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "torch 2.13.0" in done.stderr and "taskd 7.3.0" in done.stderr, done.stderr
+    assert "health_check_server=" in done.stderr
     assert sha(run_py) == original
 
 
