@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import difflib
+import functools
 import math
 import re
 import typing
@@ -18,7 +19,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type, Ty
 
 from . import formats as F
 from .choices import is_literal, values
-from .errors import ProfileError, shown
+from .errors import ProfileError, ProfileErrors, shown
 from .versions import VersionError, parse
 
 T = TypeVar("T")
@@ -46,13 +47,17 @@ def spec(
     format: Optional[str] = None,
     key_format: Optional[str] = None,
     multiline: bool = False,
+    hints: Optional[Mapping[str, str]] = None,
+    choices_doc: Optional[Mapping[str, str]] = None,
 ) -> Dict[str, Any]:
     """Metadata for a profile field (use as ``field(default=..., metadata=spec(...))``).
 
     ``format`` names a :mod:`resumable.formats` format every string of the field must have (for a
     list or mapping: its items or values); ``key_format`` the same for the keys of a mapping;
     ``multiline`` lets the strings hold tabs and line breaks (every other control character is
-    refused in every string)."""
+    refused in every string); ``hints`` maps values people write by mistake to the suggestion
+    for them (a closed field: instead of the closest spelling, which may name another product);
+    ``choices_doc`` says what each allowed value means (schema descriptions and docs)."""
     if dns_name:
         format = F.DNS_LABEL
     if format is not None and format not in F.FORMATS:
@@ -69,11 +74,21 @@ def spec(
         "format": format,
         "key_format": key_format,
         "multiline": multiline,
+        "hints": dict(hints or {}),
+        "choices_doc": dict(choices_doc or {}),
     }
 
 
+@functools.lru_cache(maxsize=None)
 def _hints(cls: type) -> Dict[str, Any]:
+    """The resolved annotations of a profile dataclass, computed once per class (a profile of
+    hundreds of jobs binds each class hundreds of times)."""
     return typing.get_type_hints(cls)
+
+
+@functools.lru_cache(maxsize=None)
+def _fields(cls: type) -> Dict[str, dataclasses.Field]:  # type: ignore[type-arg]
+    return {f.name: f for f in dataclasses.fields(cls)}
 
 
 def unwrap_optional(tp: Any) -> Tuple[Any, bool]:
@@ -142,36 +157,93 @@ def _key_path(where: str, key: Any) -> str:
     return "%s.%s" % (where, text) if where else str(text)
 
 
+class _Failed(Exception):
+    """A part of the document had problems, already recorded; its parent cannot be built either."""
+
+
 def bind(cls: Type[T], data: Any, path: str) -> T:
-    """Build ``cls`` from ``data`` (a mapping), raising :class:`ProfileError` at ``path``."""
+    """Build ``cls`` from ``data`` (a mapping), raising :class:`ProfileError` at ``path``; every
+    problem of the document is found in one run (a :class:`~resumable.errors.ProfileErrors` when
+    there is more than one), so a user fixes them all at once instead of one per run."""
+    problems: List[ProfileError] = []
+    try:
+        return _bind(cls, data, path, problems)
+    except _Failed:
+        pass
+    if len(problems) == 1:
+        raise problems[0]
+    raise ProfileErrors(problems)
+
+
+def _record(problems: List[ProfileError], exc: ProfileError) -> None:
+    problems.append(exc)
+
+
+def _bind(cls: Type[T], data: Any, path: str, problems: List[ProfileError]) -> T:
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ProfileError("expected a mapping, found %s" % _describe(data), path, "Write it as `key: value` lines.")
-    hints = _hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    hints = _hints(cls)  # type: ignore[arg-type]
+    fields = _fields(cls)  # type: ignore[arg-type]
+    failed = False
+    misspelt = set()  # known keys an unknown key is close to: not reported missing as well
     for key in data:
         if not isinstance(key, str) or key not in fields:
-            raise ProfileError(
-                "unknown key %s" % shown(key),
-                path or None,
-                _did_you_mean(key if isinstance(key, str) else str(key), list(fields)),
+            failed = True
+            misspelt.update(difflib.get_close_matches(str(key), list(fields), n=1, cutoff=0.6))
+            _record(
+                problems,
+                ProfileError(
+                    "unknown key %s" % shown(key),
+                    path or None,
+                    _did_you_mean(key if isinstance(key, str) else str(key), list(fields)),
+                ),
             )
     values: Dict[str, Any] = {}
     for name, f in fields.items():
         where = "%s.%s" % (path, name) if path else name
         if name in data:
-            values[name] = _convert(hints[name], data[name], where, f.metadata)
-        elif f.metadata.get("required"):
-            raise ProfileError(
-                "required key %r is missing" % name,
-                path or None,
-                "Add `%s:` (%s)." % (name, f.metadata.get("doc", "")),
+            try:
+                values[name] = _convert(hints[name], data[name], where, f.metadata, problems)
+            except ProfileError as exc:
+                failed = True
+                _record(problems, exc)
+            except _Failed:
+                failed = True
+        elif f.metadata.get("required") and name not in misspelt:
+            failed = True
+            _record(
+                problems,
+                ProfileError(
+                    "required key %r is missing" % name,
+                    path or None,
+                    "Add `%s:` (%s)." % (name, f.metadata.get("doc", "")),
+                ),
             )
+    if failed:
+        raise _Failed()
     return cls(**values)
 
 
-def _convert(tp: Any, value: Any, where: str, meta: Mapping[str, Any]) -> Any:
+def _each(convert: Any, items: Sequence[Any], problems: List[ProfileError]) -> List[Any]:
+    """``convert`` applied to every item; the problems of all items are recorded before failing."""
+    out: List[Any] = []
+    failed = False
+    for item in items:
+        try:
+            out.append(convert(item))
+        except ProfileError as exc:
+            failed = True
+            _record(problems, exc)
+        except _Failed:
+            failed = True
+    if failed:
+        raise _Failed()
+    return out
+
+
+def _convert(tp: Any, value: Any, where: str, meta: Mapping[str, Any], problems: List[ProfileError]) -> Any:
     inner, optional = unwrap_optional(tp)
     if value is None:
         if optional:
@@ -179,7 +251,7 @@ def _convert(tp: Any, value: Any, where: str, meta: Mapping[str, Any]) -> Any:
         raise ProfileError("must not be empty (expected %s)" % _type_name(tp), where, "Give a value or remove the key.")
     origin = typing.get_origin(inner)
     if dataclasses.is_dataclass(inner):
-        return bind(inner, value, where)  # type: ignore[arg-type]
+        return _bind(inner, value, where, problems)  # type: ignore[arg-type]
     if origin in (list, List):
         if not isinstance(value, list):
             raise ProfileError(
@@ -188,7 +260,11 @@ def _convert(tp: Any, value: Any, where: str, meta: Mapping[str, Any]) -> Any:
                 "Write a YAML list (`- item` lines or `[a, b]`).",
             )
         item_tp = typing.get_args(inner)[0]
-        items = [_convert(item_tp, v, "%s[%d]" % (where, i), meta) for i, v in enumerate(value)]
+        items = _each(
+            lambda iv: _convert(item_tp, iv[1], "%s[%d]" % (where, iv[0]), meta, problems),
+            list(enumerate(value)),
+            problems,
+        )
         min_items = meta.get("min_items")
         if min_items is not None and len(items) < min_items:
             raise ProfileError("needs at least %d item(s)" % min_items, where, "Add an entry.")
@@ -201,11 +277,15 @@ def _convert(tp: Any, value: Any, where: str, meta: Mapping[str, Any]) -> Any:
                 "Write a YAML mapping (`key: value`).",
             )
         key_tp, val_tp = typing.get_args(inner)
-        out = {}
-        for k, v in value.items():
-            key = _key(key_tp, k, where, meta)
-            out[key] = _convert(val_tp, v, _key_path(where, k), meta)
-        return out
+        pairs = _each(
+            lambda kv: (
+                _key(key_tp, kv[0], where, meta),
+                _convert(val_tp, kv[1], _key_path(where, kv[0]), meta, problems),
+            ),
+            list(value.items()),
+            problems,
+        )
+        return dict(pairs)
     return _scalar(inner, value, where, meta)
 
 
@@ -306,7 +386,10 @@ def _choice(choices: Sequence[Any], value: Any, where: str, meta: Mapping[str, A
     if value not in choices:
         close = difflib.get_close_matches(str(value), [str(c) for c in choices], n=1, cutoff=0.5)
         hint = "Allowed: %s." % ", ".join(str(c) for c in choices)
-        if close:
+        known = (meta.get("hints") or {}).get(str(value).strip().lower())
+        if known:
+            hint = "Did you mean %s? %s" % (known, hint)
+        elif close:
             hint = "Did you mean %r? %s" % (close[0], hint)
         raise ProfileError("%s is not an allowed value" % shown(value), where, hint)
     return value

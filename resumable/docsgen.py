@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
-from typing import Dict, List
+from typing import Dict, List, Sequence
 
+from . import hardware as H
 from . import releases as R
 from .binding import markdown_reference
 from .envtable import ENV_OWNERS
@@ -85,6 +86,53 @@ def torch_npu_markdown() -> str:
     return "".join(out)
 
 
+def _counts(per_pod: Sequence[int]) -> str:
+    """``1, 2, 4, 8`` or a range ``1 to 16`` / ``even 2 to 16`` when the counts are one."""
+    if len(per_pod) > 4 and list(per_pod) == list(range(per_pod[0], per_pod[-1] + 1)):
+        return "%d to %d" % (per_pod[0], per_pod[-1])
+    if len(per_pod) > 4 and list(per_pod) == list(range(per_pod[0], per_pod[-1] + 1, 2)):
+        return "even, %d to %d" % (per_pod[0], per_pod[-1])
+    return ", ".join(str(n) for n in per_pod)
+
+
+def support_markdown() -> List[str]:
+    """The support matrix: releases, chips, accelerator types, architectures (from the tables the
+    rules read, :mod:`resumable.hardware` and :mod:`resumable.releases`)."""
+    out = ["## What is supported\n\n"]
+    out.append(
+        "**MindCluster releases** (`cluster.mindcluster`, rule `mindcluster-release`; %s): %s, and their service "
+        "packs (`7.3.0.SPC1`). `resumable render` and `pulumi up` deploy the scheduling stack of %s (rule "
+        "`stack-release`); the others are validated and planned.\n\n"
+        % (
+            H.RELEASES_SOURCE,
+            ", ".join("`%s`" % r for r in H.MINDCLUSTER_RELEASES),
+            ", ".join("`%s` (Volcano %s)" % (r.version, ", ".join(r.volcano)) for r in R.STACK_RELEASES.values()),
+        )
+    )
+    out.append("**Chips** (`cluster.chip`, the ring-controller.atlas label; YAMLCFG):\n\n")
+    out.extend("- `%s`: %s\n" % kv for kv in H.CHIP_PRODUCTS.items())
+    out.append(
+        "\n**Accelerator types** (`cluster.accelerator_type`; rules `accelerator-type-chip`, "
+        "`npus-per-node-hardware`, `sp-block-super-pod`; %s):\n\n" % H.ACCELERATOR_SOURCE
+    )
+    out.append("| accelerator-type | products | chip | NPUs a node | `npus_per_node` | `sp_block` |\n")
+    out.append("|---|---|---|---|---|---|\n")
+    for a in H.ACCELERATOR_TYPES.values():
+        out.append(
+            "| `%s` | %s | `%s` | %d | %s | %s |\n"
+            % (a.label, a.products, a.chip, a.node_npus, _counts(a.per_pod), "yes" if a.super_pod else "no")
+        )
+    out.append(
+        "\nChip `ascend-npu` (Atlas 350/850/950) takes its own accelerator-type labels, which are not checked.\n\n"
+        "**CPU architectures** (`cluster.arch`; rule `wheel-platform`): %s.\n\n"
+        % "; ".join(
+            "`%s`: wheels tagged `..._%s`, images built with `--platform %s`" % (arch, arch, platform)
+            for arch, platform in H.IMAGE_PLATFORM.items()
+        )
+    )
+    return out
+
+
 def profile_markdown() -> str:
     out: List[str] = [HEADER, "# Profile reference\n\n"]
     out.append(
@@ -93,6 +141,8 @@ def profile_markdown() -> str:
         "spelling (`7.3.0`, `6.0.RC2`, `8.0.RC2`, `2.1.0.post8`). `resumable schema` prints the same "
         "definition as JSON Schema; `examples/` has complete profiles.\n\n"
     )
+    out.extend(support_markdown())
+    out.append("## Fields\n\n")
     out.append("| key | type | default | meaning |\n|---|---|---|---|\n")
     out.extend(row + "\n" for row in markdown_reference(Profile))
     out.append("\n## Environment the plan owns\n\n")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Optional
+from typing import Any, List, Optional
 
 #: Longest rendering of a user's value inside a message (longer ones are cut with an ellipsis).
 SHOWN_LIMIT = 80
@@ -78,3 +78,35 @@ class ResumableError(Exception):
 
 class ProfileError(ResumableError):
     """The profile cannot be read or does not match the schema (file, YAML, type, unknown key)."""
+
+
+class ProfileErrors(ProfileError):
+    """Several schema problems of one profile, found in one run; each prints as its own paragraph."""
+
+    def __init__(self, errors: List[ProfileError], limit: int = 50) -> None:
+        self.errors = list(errors)
+        self.limit = limit
+        super().__init__("the profile has %d problems" % len(self.errors))
+
+    def prefix(self, source: str) -> None:
+        """Name the file in front of every problem's place."""
+        for e in self.errors:
+            e.where = "%s: %s" % (source, e.where) if e.where else source
+
+    def _shown(self) -> List[str]:
+        items = [str(e) for e in self.errors[: self.limit]]
+        if len(self.errors) > self.limit:
+            items.append("... and %d more" % (len(self.errors) - self.limit))
+        return items
+
+    def lines(self) -> List[str]:
+        """For a terminal: a count, then one line per problem."""
+        head = "%d problems in the profile (fix them all, then validate again):" % len(self.errors)
+        return [head] + ["  - " + item for item in self._shown()]
+
+    def __str__(self) -> str:
+        """One paragraph (Pulumi and logs take a message on one line)."""
+        return "%d problems in the profile: %s" % (
+            len(self.errors),
+            " ".join("(%d) %s" % (i + 1, item) for i, item in enumerate(self._shown())),
+        )

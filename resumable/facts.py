@@ -185,14 +185,9 @@ def job_facts(profile: Profile, index: int) -> JobFacts:
     job = lifted.job
     cluster = profile.cluster
     release = version_or_none(cluster.mindcluster) or Version("0")
-    seen: List[str] = []
-    unknown: List[str] = []
-    for s in job.recovery.strategies:
-        if s in PROCESS_STRATEGIES:
-            if s not in seen:
-                seen.append(s)
-        elif s not in unknown:
-            unknown.append(s)
+    # dicts keep profile order and make the deduplication linear in the list's length
+    seen = list(dict.fromkeys(s for s in job.recovery.strategies if s in PROCESS_STRATEGIES))
+    unknown = list(dict.fromkeys(s for s in job.recovery.strategies if s not in PROCESS_STRATEGIES))
     framework = job.image.framework
     rescheduling_on = job.recovery.fault_scheduling != "off"
     process_level = bool(seen)

@@ -11,6 +11,8 @@ from typing import Any, Dict, List, Optional
 
 from . import constants as C
 from . import formats as F
+from . import hardware as H
+from . import releases as R
 from . import safeyaml
 from .binding import bind, spec
 from .choices import (
@@ -35,7 +37,7 @@ from .choices import (
     WheelName,
     values,
 )
-from .errors import ProfileError
+from .errors import ProfileError, ProfileErrors
 from .fileio import PROFILE_MAX_BYTES, read_text, size_text
 
 STRATEGIES = values(Strategy)
@@ -164,19 +166,33 @@ class Cluster:
     name: str = field(default="ascend", metadata=spec("A name for the cluster (used in outputs).", dns_name=True))
     mindcluster: str = field(
         default="",
-        metadata=spec("MindCluster release of every component.", version=True, required=True, example="7.3.0"),
+        metadata=spec(
+            "MindCluster release of every component: one of %s, or a service pack of one (7.3.0.SPC1); "
+            "`render` and `pulumi up` deploy %s." % (", ".join(H.MINDCLUSTER_RELEASES), ", ".join(R.STACK_RELEASES)),
+            version=True,
+            required=True,
+            example="7.3.0",
+        ),
     )
     chip: Chip = field(
         default="ascend-910b",
         metadata=spec(
-            "Chip family, as the ring-controller.atlas label writes it (YAMLCFG).",
+            "Chip family, as the ring-controller.atlas label writes it (YAMLCFG): %s."
+            % "; ".join("%s = %s" % kv for kv in H.CHIP_PRODUCTS.items()),
+            hints=H.CHIP_HINTS,
+            choices_doc=H.CHIP_PRODUCTS,
         ),
     )
     accelerator_type: str = field(
         default="module-910b-8",
         metadata=spec(
-            "Node label accelerator-type of the compute nodes, e.g. module-910b-8 (Atlas 800T A2), "
-            "module-a3-16 (Atlas 800T A3), module-a3-16-super-pod (Atlas 900 A3 SuperPoD).",
+            "Node label accelerator-type of the compute nodes (INST01 Table 1): %s; chip ascend-npu "
+            "(Atlas 350/850/950) takes its own labels."
+            % "; ".join(
+                "%s = %s (%s, %d NPUs a node%s)"
+                % (a.label, a.products, a.chip, a.node_npus, ", SuperPoD" if a.super_pod else "")
+                for a in H.ACCELERATOR_TYPES.values()
+            ),
             format=F.LABEL_VALUE,
         ),
     )
@@ -656,6 +672,9 @@ def parse_profile(text: str, source: str = "<profile>") -> Profile:
         raise ProfileError("is empty", source, "Start from a file in examples/.")
     try:
         return bind(Profile, data, "")
+    except ProfileErrors as exc:
+        exc.prefix(source)
+        raise
     except ProfileError as exc:
         exc.where = "%s: %s" % (source, exc.where) if exc.where else source
         raise

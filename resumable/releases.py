@@ -157,15 +157,26 @@ def torch_npu_release(package: Version) -> Optional[AdapterRelease]:
     published package, else the release of the newest earlier package built for the same torch
     (a lower bound); None when no earlier package of that torch version is published."""
     base = package.release[:3]
-    same_torch = [b for b in TORCH_NPU_BUILDS if Version(b.package).release[:3] == base]
-    for b in same_torch:
-        if Version(b.package) == package:
+    same_torch = [(v, b) for v, b in _parsed_builds() if v.release[:3] == base]
+    for v, b in same_torch:
+        if v == package:
             return AdapterRelease(Version(b.release), True, Version(b.torch), b)
-    earlier = [b for b in same_torch if Version(b.package) < package]
+    earlier = [(v, b) for v, b in same_torch if v < package]
     if not earlier:
         return None
-    newest = max(earlier, key=lambda b: Version(b.package))
+    newest = max(earlier, key=lambda vb: vb[0])[1]
     return AdapterRelease(Version(newest.release), False, Version(newest.torch), newest)
+
+
+_PARSED_BUILDS: List[Tuple[Version, TorchNpuBuild]] = []
+
+
+def _parsed_builds() -> List[Tuple[Version, TorchNpuBuild]]:
+    """:data:`TORCH_NPU_BUILDS` with their package versions parsed once (a plan of hundreds of
+    jobs asks for each job)."""
+    if not _PARSED_BUILDS:
+        _PARSED_BUILDS.extend((Version(b.package), b) for b in TORCH_NPU_BUILDS)
+    return _PARSED_BUILDS
 
 
 # --- Volcano and Kubernetes -------------------------------------------------------------------------
@@ -252,7 +263,9 @@ def deployability(release: Version, volcano: Optional[str], kubernetes: Optional
                 "release",
                 "the scheduling stack of MindCluster %s cannot be deployed by this project (supported: %s and "
                 "their service packs)" % (release, ", ".join(STACK_RELEASES)),
-                "Use a supported release, or install the stack yourself and use resumable for the jobs only",
+                "Use one of those releases; for another one, install the scheduling stack from MindCluster's own "
+                "release packages (`resumable validate` and `plan` still check the profile, `render` and `pulumi "
+                "up` refuse it)",
             )
         )
     key = default_volcano(release)

@@ -11,13 +11,16 @@ these as a YAML error with the line and column, so the caller reports one paragr
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, NamedTuple, Optional, Type
+from typing import TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional, Type
 
 import yaml
-from yaml.constructor import ConstructorError
+from yaml.composer import Composer
+from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.resolver import Resolver
 
 from .errors import ResumableError, shown
+from .yamlio import have_libyaml
 
 
 class Limits(NamedTuple):
@@ -39,14 +42,17 @@ MANIFEST = Limits(depth=100, alias_nodes=100_000)
 _MERGE = "tag:yaml.org,2002:merge"
 
 
-class BoundedLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` with :class:`Limits`, duplicate-key detection and errors for bad tags."""
+if TYPE_CHECKING:
+    _Base = yaml.SafeLoader
+else:
+    _Base = object
+
+
+class _Checks(_Base):
+    """:class:`Limits`, duplicate-key detection and errors for bad tags, over a YAML loader."""
 
     limits = PROFILE
-
-    def __init__(self, stream: Any) -> None:
-        super().__init__(stream)
-        self._depth = 0
+    _depth = 0
 
     # --- composition: depth and alias expansion ----------------------------------------------------
 
@@ -189,6 +195,14 @@ class BoundedLoader(yaml.SafeLoader):
             raise ConstructorError(None, None, "%s is not a timestamp" % shown(text), node.start_mark) from None
 
 
+class BoundedLoader(_Checks, yaml.SafeLoader):
+    """``yaml.SafeLoader`` with the checks of :class:`_Checks`.
+
+    :func:`load` and :func:`load_all` use the same checks over libyaml's parser when PyYAML has it
+    (:func:`_c_loader`): the C code only scans and parses into events; composing nodes (the depth
+    limit), the alias check and construction stay in Python."""
+
+
 BoundedLoader.add_constructor("tag:yaml.org,2002:int", BoundedLoader.construct_yaml_int)
 BoundedLoader.add_constructor("tag:yaml.org,2002:float", BoundedLoader.construct_yaml_float)
 BoundedLoader.add_constructor("tag:yaml.org,2002:bool", BoundedLoader.construct_yaml_bool)
@@ -197,6 +211,31 @@ BoundedLoader.add_constructor("tag:yaml.org,2002:timestamp", BoundedLoader.const
 
 class _ManifestLoader(BoundedLoader):
     limits = MANIFEST
+
+
+_CParser: Any = getattr(getattr(yaml, "cyaml", None), "CParser", None)
+
+
+def _c_loader(base: Type[BoundedLoader]) -> Optional[Type[BoundedLoader]]:
+    """``base``'s checks over libyaml's parser: Python's Composer and constructors come first in
+    the method order, so only the event methods (check_event, peek_event, get_event) are libyaml's."""
+    if _CParser is None:
+        return None
+
+    def init(self: Any, stream: Any) -> None:
+        _CParser.__init__(self, stream)
+        SafeConstructor.__init__(self)
+        Resolver.__init__(self)
+        Composer.__init__(self)
+
+    members = {"__init__": init, "limits": base.limits, "yaml_constructors": BoundedLoader.yaml_constructors}
+    cls: Type[BoundedLoader] = type(
+        "C" + base.__name__, (_Checks, Composer, SafeConstructor, Resolver, _CParser), members
+    )
+    return cls
+
+
+_C_LOADERS: Dict[Type[BoundedLoader], Optional[Type[BoundedLoader]]] = {}
 
 
 def _children(node: Node) -> List[Node]:
@@ -209,10 +248,16 @@ def _children(node: Node) -> List[Node]:
 
 def _loader(limits: Limits) -> Type[BoundedLoader]:
     if limits == PROFILE:
-        return BoundedLoader
-    if limits == MANIFEST:
-        return _ManifestLoader
-    return type("Loader", (BoundedLoader,), {"limits": limits})
+        base: Type[BoundedLoader] = BoundedLoader
+    elif limits == MANIFEST:
+        base = _ManifestLoader
+    else:
+        base = type("Loader", (BoundedLoader,), {"limits": limits})
+    if not have_libyaml():
+        return base
+    if base not in _C_LOADERS:
+        _C_LOADERS[base] = _c_loader(base)
+    return _C_LOADERS[base] or base
 
 
 def _error(exc: BaseException, text: str, source: str, error: Type[ResumableError], fix: str) -> ResumableError:

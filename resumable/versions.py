@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import List, Tuple, Union
+from typing import Dict, List, Tuple, Union
 
 _RELEASE = re.compile(r"^\d+(\.\d+)*")
 
@@ -38,7 +38,12 @@ class Version:
 
     def __init__(self, text: Union[str, int, float]) -> None:
         self.text = str(text).strip()
-        self._key = _parse(self.text)
+        key = _KEYS.get(self.text)
+        if key is None:
+            key = _parse(self.text)
+            if len(_KEYS) < 4096:  # a plan parses the same few dozen versions for every job
+                _KEYS[self.text] = key
+        self._key = key
 
     @property
     def release(self) -> Tuple[int, ...]:
@@ -75,6 +80,8 @@ class Version:
 
 
 Key = Tuple[Tuple[int, ...], int, int, int, Tuple[int, ...]]
+#: Parsed keys by text (bounded; only versions that parsed are kept).
+_KEYS: Dict[str, Key] = {}
 
 
 _DIGITS = re.compile(r"^[0-9]+\Z")

@@ -57,6 +57,12 @@ def parse(location: str) -> Optional[ParsedWheel]:
     return ParsedWheel(normalise(m.group("dist")), m.group("version"))
 
 
+def platform_tag(location: str) -> Optional[str]:
+    """The platform tag of a wheel file name (``linux_aarch64``), None if it is not a wheel name."""
+    m = _WHEEL.match(base_name(location))
+    return m.group("plat") if m is not None else None
+
+
 def version_of(location: str) -> Optional[Version]:
     """The version in a wheel file name, None when the name is not a wheel name or the version
     not a version."""

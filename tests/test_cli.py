@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -30,12 +31,16 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> Tuple[int, str, str]:
 
 
 def assert_one_paragraph(text: str) -> None:
-    """A user-facing error: non-empty, no traceback, no blank line inside."""
+    """A user-facing error: non-empty, no traceback, no blank line inside; one line per mistake
+    (several schema problems of one profile come as a count and one ``  - `` line each)."""
     body = text.strip()
     assert body, "expected a message on stderr"
     assert "Traceback" not in text
     assert "\n\n" not in body
-    assert len(body.splitlines()) == 1, body
+    lines = body.splitlines()
+    if len(lines) > 1:
+        assert re.search(r"\b%d problems in the profile\b" % (len(lines) - 1), lines[0]), body
+        assert all(line.startswith("  - ") for line in lines[1:]), body
 
 
 def write(tmp_path: Path, text: str, name: str = "profile.yaml") -> str:

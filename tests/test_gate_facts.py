@@ -73,7 +73,8 @@ def test_graceful_fault_tolerance_needs_and_keeps_the_mindio_wheel() -> None:
 RELEASES = ["6.0.0", "7.3.0", "26.0.0", "26.1.0", "5.0.1", "27.0.0"]
 VOLCANOS: List[Optional[str]] = [None, "1.7.0", "1.9.0", "1.12.0"]
 KUBERNETES = ["1.19", "1.21", "1.25", "1.28", "1.29", "1.34", "1.35"]
-DEPLOY_RULES = {"stack-release", "volcano-version", "kubernetes-version"}
+#: mindcluster-release: a string that is no release (27.0.0) is refused by it alone (issue 16)
+DEPLOY_RULES = {"stack-release", "volcano-version", "kubernetes-version", "mindcluster-release"}
 
 
 @pytest.mark.parametrize("release", RELEASES)

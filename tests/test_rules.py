@@ -605,6 +605,43 @@ CASES: Dict[str, Tuple[List[Tuple[Dict[str, Any], str]], Dict[str, Any]]] = {
             J + "hccl.exec_timeout": 0,
         },
     ),
+    # issue 16: hardware that cannot exist, releases that do not
+    "mindcluster-release": (
+        [
+            ({"cluster.mindcluster": "7.3.RC1"}, "cluster.mindcluster"),
+            ({"cluster.mindcluster": "8.0.0"}, "cluster.mindcluster"),
+        ],
+        {"cluster.mindcluster": "7.3.0.SPC1"},
+    ),
+    "accelerator-type-chip": (
+        [
+            (
+                {"cluster.chip": "ascend-910", "cluster.accelerator_type": "module-a3-16-super-pod"},
+                "cluster.accelerator_type",
+            ),
+            ({"cluster.accelerator_type": "module-910c-16"}, "cluster.accelerator_type"),
+        ],
+        {"cluster.accelerator_type": "module-a3-16-super-pod", J + "npus_per_node": 16},
+    ),
+    "npus-per-node-hardware": (
+        [
+            ({J + "npus_per_node": 16}, J + "npus_per_node"),
+            ({"cluster.accelerator_type": "module-a3-16", J + "npus_per_node": 3}, J + "npus_per_node"),
+        ],
+        {"cluster.accelerator_type": "module-910b-16", J + "npus_per_node": 16},
+    ),
+    "sp-block-super-pod": (
+        [({J + "sp_block": 32}, J + "sp_block")],
+        {"cluster.accelerator_type": "module-a3-16-super-pod", J + "npus_per_node": 16, J + "sp_block": 32},
+    ),
+    "wheel-platform": (
+        [({"cluster.arch": "x86_64"}, J + "image.wheels.taskd")],
+        {
+            "cluster.arch": "x86_64",
+            J + "image.wheels.taskd.file": "wheels/taskd-7.3.0-py3-none-manylinux2014_x86_64.whl",
+            J + "image.wheels.mindio_ttp.file": "wheels/mindio_ttp-7.3.0-py3-none-any.whl",
+        },
+    ),
     "hccl-exec-timeout-atlas800": (
         [({"cluster.chip": "ascend-910", J + "hccl.exec_timeout": 100}, J + "hccl.exec_timeout")],
         {"cluster.chip": "ascend-910", J + "hccl.exec_timeout": 136},

@@ -222,7 +222,7 @@ def test_image_context_from_the_wheel(installed: Installed) -> None:
     (own,) = (ctx / "resumable").glob("ascend_resumable-%s-*.whl" % resumable.__version__)
     with zipfile.ZipFile(own) as z:
         assert z.read("resumable/runtime/Dockerfile") == DOCKERFILE.read_bytes()
-    assert "podman build -f %s" % (ctx / "Dockerfile") in done.stdout
+    assert "podman build --platform linux/arm64 -f %s" % (ctx / "Dockerfile") in done.stdout
 
 
 def test_launch_dry_run_from_the_wheel(installed: Installed) -> None:

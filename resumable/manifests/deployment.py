@@ -17,7 +17,7 @@ from ..errors import ResumableError
 from ..fileio import PROFILE_MAX_BYTES, read_text
 from ..plan.model import JobPlan, Plan
 from . import jobs, storage
-from .k8s import Obj, meta, namespace
+from .k8s import Obj, meta, namespace, recommended_labels
 from .scheduler import Stage, build_stages
 
 #: Namespaces that exist in every cluster or that the scheduling stack creates.
@@ -76,7 +76,7 @@ def read_profile_text(plan: Plan) -> str:
 
 def workload_namespaces(plan: Plan) -> List[Obj]:
     names = sorted({j.namespace for j in plan.jobs} - EXISTING_NAMESPACES)
-    return [namespace(n, labels=PART_OF) for n in names]
+    return recommended_labels([namespace(n, labels=PART_OF) for n in names], "training-namespace")
 
 
 def image_build_spec(job: JobPlan, image: str) -> Dict[str, object]:
@@ -120,7 +120,9 @@ def image_build_config_map(job: JobPlan, image: str) -> Obj:
 
 
 def job_objects(plan: Plan, job: JobPlan, image: str, profile_text: str) -> List[Obj]:
-    return [image_build_config_map(job, image), *jobs.objects(job, image, profile_text)]
+    return recommended_labels(
+        [image_build_config_map(job, image), *jobs.objects(job, image, profile_text)], "training-job", job.name
+    )
 
 
 def build_deployment(

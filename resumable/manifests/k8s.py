@@ -16,6 +16,38 @@ Rule = Tuple[Sequence[str], Sequence[str], Sequence[str]]
 SECCOMP_RUNTIME_DEFAULT: Obj = {"seccompProfile": {"type": "RuntimeDefault"}}
 
 
+#: Kubernetes recommended labels (KUBE common labels): every object the builders return carries
+#: them, set by :func:`recommended_labels` (the one function) where objects leave the builders
+#: for both render and Pulumi: :func:`resumable.manifests.scheduler.build_stages` (the stack),
+#: ``deployment.workload_namespaces``, ``storage.objects`` and ``deployment.job_objects``.
+LABEL_NAME = "app.kubernetes.io/name"
+LABEL_INSTANCE = "app.kubernetes.io/instance"
+LABEL_PART_OF = "app.kubernetes.io/part-of"
+LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
+PART_OF = "ascend-resumable"
+MANAGED_BY = "resumable"
+
+
+def recommended_labels(objects: Sequence[Obj], name: str, instance: Optional[str] = None) -> List[Obj]:
+    """``objects`` with the recommended labels added to their metadata: ``name`` (the component:
+    volcano, ascend-operator, clusterd, ..., training-job), ``part-of``, ``managed-by`` and, for the
+    objects of one job, ``instance`` (the job's name). A label a builder set already is
+    kept. The objects are copied down to their labels, so shared or verbatim sources stay as
+    they were."""
+    out: List[Obj] = []
+    for obj in objects:
+        metadata = dict(obj.get("metadata") or {})
+        labels = dict(metadata.get("labels") or {})
+        labels.setdefault(LABEL_NAME, name)
+        if instance:
+            labels.setdefault(LABEL_INSTANCE, instance)
+        labels.setdefault(LABEL_PART_OF, PART_OF)
+        labels.setdefault(LABEL_MANAGED_BY, MANAGED_BY)
+        metadata["labels"] = labels
+        out.append(dict(obj, metadata=metadata))
+    return out
+
+
 def meta(name: str, namespace: Optional[str] = None, labels: Optional[Dict[str, str]] = None) -> Obj:
     m: Obj = {"name": name}
     if namespace:

@@ -31,14 +31,19 @@ def build_stages(
     namespaces += volcano.namespaces(s)
     namespaces.append(k8s.namespace(NAMESPACE_NPU_EXPORTER))
     verbatim = crds.load_crds(crd_sources) if crd_sources else None
-    return [
-        Stage("namespaces", namespaces),
-        Stage("crds", crds.crds(scheduler.volcano_version, verbatim)),
-        Stage("volcano", volcano.objects(s)),
-        Stage("ascend-operator", operator.objects(s)),
-        Stage("clusterd", clusterd.objects(s)),
-        Stage("node-agents", device_plugin.objects(s) + noded.objects(s) + npu_exporter.objects(s)),
+    stages = [
+        ("namespaces", "mindcluster", namespaces),
+        ("crds", "mindcluster", crds.crds(scheduler.volcano_version, verbatim)),
+        ("volcano", "volcano", volcano.objects(s)),
+        ("ascend-operator", "ascend-operator", operator.objects(s)),
+        ("clusterd", "clusterd", clusterd.objects(s)),
+        ("device-plugin", "ascend-device-plugin", device_plugin.objects(s)),
+        ("noded", "noded", noded.objects(s)),
+        ("npu-exporter", "npu-exporter", npu_exporter.objects(s)),
     ]
+    labelled = [(stage, k8s.recommended_labels(objs, name)) for stage, name, objs in stages]
+    node_agents = [obj for stage, objs in labelled[5:] for obj in objs]
+    return [*(Stage(stage, objs) for stage, objs in labelled[:5]), Stage("node-agents", node_agents)]
 
 
 def build_stack(

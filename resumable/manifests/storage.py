@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import List
 
 from ..plan.model import SharedVolumePlan
-from .k8s import Obj, meta
+from .k8s import Obj, meta, recommended_labels
 
 ACCESS_MODES = ["ReadWriteMany"]
 #: The label every storage object carries (for ``kubectl get pv,pvc -l``).
@@ -72,4 +72,4 @@ def objects(storage: List[SharedVolumePlan]) -> List[Obj]:
             if v.storage == "nfs":
                 volumes.append(persistent_volume(v, ns))
             claims.append(claim(v, ns))
-    return volumes + claims
+    return recommended_labels(volumes + claims, "shared-storage")

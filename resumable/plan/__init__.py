@@ -33,15 +33,16 @@ def build_plan(profile: Profile, source: str = "<profile>") -> Plan:
     notes: List[Note] = [
         Note("acknowledged warning [%s] %s: %s" % (v.rule, ", ".join(v.paths), v.message), REGISTRY[v.rule].source)
         for v in violations
-        if v not in kept
+        if v.severity == WARNING and v.rule in acknowledged
     ]
+    jobs = [build_job(f, storage, profile_dir) for f in facts]
     return Plan(
         profile=source,
         cluster_name=profile.cluster.name,
         scheduler=build_scheduler(profile, facts),
         nodes=build_nodes(profile, facts),
         storage=storage,
-        jobs=[build_job(f, storage, profile_dir) for f in facts],
+        jobs=jobs,
         violations=kept,
         notes=notes,
     )

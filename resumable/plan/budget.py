@@ -15,7 +15,7 @@ from typing import List
 
 from ..facts import JobFacts
 from ..profile import Job
-from .model import BudgetLine, BudgetPlan, BudgetTerm
+from .model import BudgetLine, BudgetPlan, BudgetTerm, Note
 
 #: The collective timeout a fault waits for without the watchdog (RTO 故障检测时间优化: 通常默认为30分钟).
 COLLECTIVE_TIMEOUT = 1800.0
@@ -199,6 +199,56 @@ def ladder(f: JobFacts) -> List[str]:
     return levels
 
 
+#: A rung saving less than this share of the next rung's time is worth a note (RT00: the loss per
+#: fault is the sum of the terms; a level that leaves the largest term as it is changes little).
+SMALL_SAVING = 0.05
+
+#: What shortens each term, for the note (the sources of the terms themselves).
+SHORTENS = {
+    "detect": "turn the watchdog on (recovery.watchdog, RTO 表1) so a hung collective ends in minutes",
+    "T0 rollback": "shorten checkpoint.interval_minutes (T0 is half of it, RT00), or enable a process-level "
+    "strategy (recover, recover-in-place, retry), which redoes only the current step (RT01)",
+    "T1 reschedule": "lower budget.pod_start_seconds (a smaller image, images pre-pulled on the nodes), or a "
+    "level that replaces fewer pods",
+    "T2 comm init": "shorten HCCL initialisation (RT05 Tables 2-4)",
+    "T3 ckpt load": "load checkpoints from faster storage (checkpoint.load_seconds), or a process-level strategy "
+    "that restores parameters from replica ranks (RT05)",
+    "T4 compile": "set compile.mode: binaries or cache (RTO 表9/表10)",
+}
+
+
+def small_savings(lines: List[BudgetLine]) -> List[Note]:
+    """A note for each rung that saves less than :data:`SMALL_SAVING` of the next rung's time:
+    the term that dominates both, and what would shorten it."""
+    notes: List[Note] = []
+    for a, b in zip(lines, lines[1:]):
+        saving = b.total_seconds - a.total_seconds
+        if b.total_seconds <= 0 or saving >= SMALL_SAVING * b.total_seconds:
+            continue
+        top = max(a.terms, key=lambda t: t.seconds)
+        notes.append(
+            Note(
+                "%s-level recovery (%.1f min) saves only %.0f s (%.1f%%) against %s-level (%.1f min): %s (%.1f min, "
+                "%s) dominates both. To make the %s level worth it: %s"
+                % (
+                    a.level,
+                    a.total_seconds / 60.0,
+                    saving,
+                    100.0 * saving / b.total_seconds,
+                    b.level,
+                    b.total_seconds / 60.0,
+                    top.name,
+                    top.seconds / 60.0,
+                    top.assumption,
+                    a.level,
+                    SHORTENS.get(top.name, "shorten %s" % top.name),
+                ),
+                "RT00 Performance Description (T = T0 + T1 + T2 + T3 + T4); %s" % top.source,
+            )
+        )
+    return notes
+
+
 def budget(f: JobFacts, job: Job) -> BudgetPlan:
     levels = ladder(f) or ["job"]
     lines = [_line(f, level, job.compile.mode) for level in levels]
@@ -211,4 +261,5 @@ def budget(f: JobFacts, job: Job) -> BudgetPlan:
         baseline=baseline,
         best_saving_seconds=round(baseline.total_seconds - min(totals), 1),
         worst_saving_seconds=round(baseline.total_seconds - max(totals), 1),
+        notes=small_savings(lines),
     )

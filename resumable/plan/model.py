@@ -281,6 +281,8 @@ class BudgetPlan(PlanPart):
     baseline: BudgetLine  # job-level rescheduling, collective timeout, no compile help
     best_saving_seconds: float
     worst_saving_seconds: float
+    #: a rung that saves next to nothing against the next one: what dominates, what to change
+    notes: List[Note] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass

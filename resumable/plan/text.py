@@ -103,6 +103,7 @@ def _job(job: JobPlan) -> List[str]:
         "    saving per fault: %s (best level) to %s (last level)"
         % (_minutes(b.best_saving_seconds), _minutes(b.worst_saving_seconds))
     )
+    out.extend("    note: %s [%s]" % (n.text, n.source) for n in b.notes)
     return out
 
 

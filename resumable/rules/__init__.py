@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import cluster, compile, detection, env, network, process, rescheduling, software, timing, workload
+from . import cluster, compile, detection, env, hardware, network, process, rescheduling, software, timing, workload
 from .base import ERROR, REGISTRY, WARNING, Finding, Rule, errors, evaluate, format_violation
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "errors",
     "evaluate",
     "format_violation",
+    "hardware",
     "network",
     "process",
     "rescheduling",

@@ -96,8 +96,8 @@ def sp_block_size(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     """The job's logical SuperPoD count is its NPU total divided by sp-block; a remainder cannot be
     placed, and a logical SuperPoD must hold whole nodes."""
     sp = f.job.sp_block
-    if sp is None:
-        return
+    if sp is None or sp < 1 or f.job.npus_per_node < 1 or f.job.nodes < 1:
+        return  # value-range reports numbers below 1
     total = f.job.nodes * f.job.npus_per_node
     if total % sp or sp % f.job.npus_per_node:
         yield Finding(

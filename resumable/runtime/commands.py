@@ -12,6 +12,7 @@ from typing import Any, List, Optional, Tuple
 from .. import constants as C
 from ..api import job_plan, load_plan
 from ..errors import ResumableError
+from ..hardware import IMAGE_PLATFORM
 from ..plan.model import JobPlan, Plan
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
@@ -138,7 +139,8 @@ def cmd_context(args: argparse.Namespace) -> int:
     ctx = prepare_context(plan, args.job, args.out)
     job = job_plan(plan, args.job)
     print("build context for job %s: %s (wheels: %s)" % (job.name, ctx.path, ", ".join(ctx.wheels) or "none"))
-    build = ["podman", "build", "-f", ctx.dockerfile]
+    # The image runs on the cluster's CPU, whatever the machine that builds it (hardware.IMAGE_PLATFORM).
+    build = ["podman", "build", "--platform", IMAGE_PLATFORM[plan.nodes.arch], "-f", ctx.dockerfile]
     for key, value in ctx.build_args.items():
         build += ["--build-arg", "%s=%s" % (key, value)]
     if job.image.name:

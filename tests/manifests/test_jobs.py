@@ -147,7 +147,7 @@ def test_process_recovery_mounts_the_shared_cache_everywhere(example: str, tmp_p
         assert pod["terminationGracePeriodSeconds"] == 600  # below grace-over-time 900
         assert "ASCEND_VISIBLE_DEVICES" not in env, "the 7.3.0 operator sets it itself"
     reset = next(o for o in objs if o["metadata"]["name"] == f"reset-config-{name}")
-    assert reset["metadata"]["labels"] == {"reset": "true"} and "reset.json" in reset["data"]
+    assert reset["metadata"]["labels"]["reset"] == "true" and "reset.json" in reset["data"]
 
 
 def test_operator_before_7_0_gets_visible_devices_from_the_job(tmp_path: Path) -> None:
@@ -207,7 +207,7 @@ def test_volcano_job(tmp_path: Path) -> None:
     assert mounts_of(pod)["/user/serverid/devindex/config"] == "configMap:rings-config-bert-job-level"
     assert {v["name"] for v in pod["volumes"]} >= {"ranktable"}
     rings = next(o for o in objs if o["metadata"]["name"] == "rings-config-bert-job-level")
-    assert rings["metadata"]["labels"] == {"ring-controller.atlas": "ascend-910b"} and "hccl.json" in rings["data"]
+    assert rings["metadata"]["labels"]["ring-controller.atlas"] == "ascend-910b" and "hccl.json" in rings["data"]
 
 
 def test_ascendjob_backoff_limit_and_ranktable_file_mode() -> None:
@@ -247,6 +247,7 @@ def test_user_volumes_topology_and_default_grace_period() -> None:
         ]
         job["tor_affinity"] = "large-model-schema"
         job["sp_block"] = 16
+        doc["cluster"]["accelerator_type"] = "module-a3-16-super-pod"  # sp-block is for SuperPoDs (issue 16)
         del job["recovery"]["termination_grace_period"]
 
     objs = job_objects(variant("pytorch-process-recovery", edit))

@@ -13,7 +13,7 @@ import yaml
 from resumable.fileio import MARKER, OutputError
 from resumable.manifests import build_stack
 from resumable.manifests import render as render_module
-from resumable.manifests.render import write_stack
+from resumable.manifests.render import KUSTOMIZATION, write_stack
 
 from .plans import scheduler_plan
 
@@ -25,8 +25,9 @@ def objects() -> List[Any]:
 def test_one_file_per_object_in_order(tmp_path: Path) -> None:
     objs = objects()
     written = write_stack(objs, tmp_path / "out")
-    assert [p.name for p in written] == sorted(os.listdir(tmp_path / "out"))[1:]
+    assert [p.name for p in written] == sorted(os.listdir(tmp_path / "out"))[1:-1]
     assert sorted(os.listdir(tmp_path / "out"))[0] == MARKER
+    assert sorted(os.listdir(tmp_path / "out"))[-1] == KUSTOMIZATION
     assert len(written) == len(objs)
     assert written[0].name == "000-namespace-mindx-dl.yaml"
     assert all(p.name[:3] == f"{i:03d}" for i, p in enumerate(written))
@@ -53,7 +54,7 @@ def test_replaces_its_own_previous_output_and_leaves_nothing_else(tmp_path: Path
     write_stack(objects(), out)
     (out / "stale.yaml").write_text("old")  # e.g. an object an older release rendered
     written = write_stack(objects(), out)
-    assert sorted(os.listdir(out)) == sorted([MARKER] + [p.name for p in written])
+    assert sorted(os.listdir(out)) == sorted([MARKER, KUSTOMIZATION] + [p.name for p in written])
     assert sorted(os.listdir(tmp_path)) == ["out"]
 
 
@@ -61,7 +62,7 @@ def test_an_empty_directory_is_used(tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
     written = write_stack(objects(), out)
-    assert sorted(os.listdir(out)) == sorted([MARKER] + [p.name for p in written])
+    assert sorted(os.listdir(out)) == sorted([MARKER, KUSTOMIZATION] + [p.name for p in written])
 
 
 def test_refuses_a_directory_of_unrelated_files(tmp_path: Path) -> None:
@@ -180,3 +181,34 @@ def test_no_yaml_anchors_or_aliases(tmp_path: Path) -> None:
     for path in write_stack(objects(), tmp_path / "out"):
         text = path.read_text()
         assert "&id0" not in text and "*id0" not in text, path.name
+
+
+def test_kustomization_lists_every_rendered_file_in_order(tmp_path: Path) -> None:
+    """issue 16: no kustomization; `kubectl apply -k` and overlays need one. Its name has no .yaml
+    extension, so `kubectl apply -f DIR` (which reads every *.yaml as an object) still works."""
+    written = write_stack(objects(), tmp_path / "out")
+    kustomization = yaml.safe_load((tmp_path / "out" / KUSTOMIZATION).read_text())
+    assert kustomization["apiVersion"] == "kustomize.config.k8s.io/v1beta1"
+    assert kustomization["kind"] == "Kustomization"
+    assert kustomization["resources"] == [p.name for p in written]
+    assert not [n for n in os.listdir(tmp_path / "out") if n.endswith(".yaml") and n not in kustomization["resources"]]
+
+
+def test_every_rendered_object_carries_the_recommended_labels() -> None:
+    """issue 16: app.kubernetes.io/* labels were on 6 of 50 rendered objects."""
+    from resumable.api import load_plan
+    from resumable.manifests import build_deployment
+
+    root = Path(__file__).resolve().parents[2]
+    for example in sorted((root / "examples").glob("*.yaml")):
+        plan = load_plan(str(example))
+        objs = build_deployment(plan).objects()
+        for obj in objs:
+            labels = obj["metadata"].get("labels") or {}
+            where = "%s %s/%s" % (example.name, obj["kind"], obj["metadata"]["name"])
+            assert labels.get("app.kubernetes.io/part-of") == "ascend-resumable", where
+            assert labels.get("app.kubernetes.io/managed-by") == "resumable", where
+            assert labels.get("app.kubernetes.io/name"), where
+        jobs = {j.name for j in plan.jobs}
+        for obj in build_deployment(plan).stage("jobs").objects:
+            assert obj["metadata"]["labels"]["app.kubernetes.io/instance"] in jobs, obj["metadata"]["name"]

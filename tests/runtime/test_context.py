@@ -196,7 +196,8 @@ def test_cli_prints_the_build_line(tmp_path: Path, wheels: Dict[str, Path]) -> N
     proc = cli(["image", "context", str(profile), "--out", str(tmp_path / "ctx")])
     assert proc.returncode == 0, proc.stderr
     build = proc.stdout.splitlines()[-1]
-    assert build.startswith("podman build -f %s/Dockerfile" % (tmp_path / "ctx"))
+    # the image is for the cluster's CPU, whatever builds it (issue 16: the line had no --platform)
+    assert build.startswith("podman build --platform linux/arm64 -f %s/Dockerfile" % (tmp_path / "ctx"))
     for arg in ("BASE_IMAGE=localhost/base:1", "RESUMABLE_JOB=cpu-job", "RUN_USER=HwHiAiUser", "RUN_UID=1000"):
         assert "--build-arg %s" % arg in build
     bad = cli(["image", "context", str(profile), "--out", str(profile)])
