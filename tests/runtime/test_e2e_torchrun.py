@@ -162,7 +162,10 @@ def test_fault_restart_resume_with_taskd(tmp_path: Path, torch_site: Path, vendo
     agents = [c for c in calls if c["call"] == "patch" and c["ppid"] == launcher]  # (patch-torchrun verified too)
     assert len(agents) == 1 and agents[0]["pid"] in preloaded
     assert [c["max_restarts"] for c in calls if c["call"] == "launch_agent"] == [3]
-    assert next(c["fault_ranks"] for c in calls if c["call"] == "agent-report-fault") == [1]
+    # the agent reports every rank failed at its 1 s tick (pt_agent.py: result.failures): the killed rank,
+    # and rank 0 too when its collective with the dead peer failed before the tick (a loaded machine)
+    reported = next(c["fault_ranks"] for c in calls if c["call"] == "agent-report-fault")
+    assert 1 in reported and set(reported) <= {0, 1}
 
 
 def test_the_workers_exit_code_propagates(tmp_path: Path) -> None:
