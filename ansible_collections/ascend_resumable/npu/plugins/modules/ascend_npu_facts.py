@@ -17,8 +17,8 @@ description:
     running driver version and the running firmware version and board id.
   - With I(check_holders), also lists host processes with C(/dev/davinci*) device nodes open and
     containers (docker, CRI) whose spec lists such nodes. C(busy) counts processes only (npu-smi's
-    table and the host processes): containerd lists every host device in a privileged container's
-    spec, so a spec entry does not mean an NPU is used.
+    table and the host processes), because containerd lists every host device in the spec of a
+    privileged container, so a spec entry does not mean an NPU is used.
   - Never changes anything; fully supports check mode.
 options:
   sysfs_root:
