@@ -19,10 +19,11 @@ MODULES = sorted(ROOT.glob("roles/*/library/*.py")) + sorted(
 def _blocks(path: Path) -> List[str]:
     found = []
     for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
-            if node.targets[0].id in ("DOCUMENTATION", "EXAMPLES", "RETURN") and isinstance(node.value, ast.Constant):
-                found.append(node.targets[0].id)
-                yaml.safe_load(str(node.value.value))
+        target = node.targets[0] if isinstance(node, ast.Assign) else None
+        if isinstance(target, ast.Name) and target.id in ("DOCUMENTATION", "EXAMPLES", "RETURN"):
+            assert isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+            found.append(target.id)
+            yaml.safe_load(str(node.value.value))
     return found
 
 
