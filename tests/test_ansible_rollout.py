@@ -45,6 +45,10 @@ STUB_DRIVER_MAIN = """
 - name: Stub window opened
   ansible.builtin.shell: echo "window {{ inventory_hostname }}" >> {log}
   changed_when: true
+- name: Stub delegated kubectl call (its target refuses the connection for some nodes)
+  ansible.builtin.command: "true"
+  delegate_to: "{{ 'gone' if inventory_hostname in rollout_test_unreachable else inventory_hostname }}"
+  changed_when: false
 - name: Stub install fails on some nodes
   ansible.builtin.fail:
     msg: "driver installer exited 1 on {{ inventory_hostname }}"
@@ -72,6 +76,7 @@ def _rollout(
     knobs: Dict[str, object],
     fail: Optional[List[str]] = None,
     hold: Optional[List[str]] = None,
+    unreachable: Optional[List[str]] = None,
 ) -> tuple[subprocess.CompletedProcess[str], List[str]]:
     log = tmp_path / "rollout.log"
     files = {
@@ -87,7 +92,15 @@ def _rollout(
     inventory = tmp_path / "inventory"
     (inventory / "group_vars").mkdir(parents=True)
     (inventory / "hosts.yml").write_text(
-        yaml.safe_dump({"all": {"children": {"ascend_compute": {"hosts": {n: {} for n in names}}}}})
+        yaml.safe_dump(
+            {
+                "all": {
+                    # a host whose sshd refuses the connection: a task delegated to it comes back UNREACHABLE
+                    "hosts": {"gone": {"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 9}},
+                    "children": {"ascend_compute": {"hosts": {n: {} for n in names}}},
+                }
+            }
+        )
     )
     group_vars = {
         "ansible_connection": "local",
@@ -96,6 +109,7 @@ def _rollout(
         "ascend_plan_nodes": {"stub": True},
         "rollout_test_fail": fail or [],
         "rollout_test_hold": hold or [],
+        "rollout_test_unreachable": unreachable or [],
     }
     (inventory / "group_vars" / "ascend_compute.yml").write_text(yaml.safe_dump(dict(group_vars, **knobs)))
     env = dict(
@@ -152,3 +166,35 @@ def test_held_nodes_stop_the_rollout_unless_the_inventory_allows_them(tmp_path: 
     run, log = _rollout(tmp_path / "b", 4, {"ascend_rollout_serial": 2, "ascend_rollout_max_held": 1}, hold=["n2"])
     assert run.returncode == 0 and _batches(run.stdout) == 2, run.stdout
     assert {"released n1", "released n3", "released n4"} <= set(log)
+
+
+def test_an_unreachable_node_stops_the_rollout(tmp_path: Path) -> None:
+    """UNREACHABLE is not rescued and not counted by max_fail_percentage: the run must still stop."""
+    run, log = _rollout(tmp_path, 4, {"ascend_rollout_serial": 2}, unreachable=["n1"])
+    assert run.returncode != 0 and _batches(run.stdout) == 1, run.stdout
+    assert "n1 became unreachable during the rollout" in run.stdout
+    assert "released n2" in log and not [line for line in log if line.endswith(("n3", "n4"))], log
+
+
+def _tasks(node: object) -> List[Dict[str, object]]:
+    """Every task dict in a task file, blocks and rescues included."""
+    out: List[Dict[str, object]] = []
+    for item in node if isinstance(node, list) else []:
+        if isinstance(item, dict):
+            out.append(item)
+            for key in ("block", "rescue", "always"):
+                out += _tasks(item.get(key))
+    return out
+
+
+def test_delegated_kubectl_calls_are_throttled() -> None:
+    """With forks 50 every node's drain/label/uncordon goes to one kubectl host over one multiplexed SSH
+    connection; sshd refuses sessions beyond MaxSessions (OpenSSH sshd_config(5), default 10) and Ansible
+    reports those tasks UNREACHABLE. Every task delegated to a kubectl host is throttled."""
+    delegated = []
+    for path in sorted(ROOT.glob("roles/*/tasks/*.yml")) + sorted(ROOT.glob("roles/*/handlers/*.yml")):
+        for task in _tasks(yaml.safe_load(path.read_text())):
+            if "kubectl_host" in str(task.get("delegate_to", "")):
+                delegated.append((path.relative_to(ROOT), task.get("name"), task.get("throttle")))
+    assert len(delegated) >= 10
+    assert [d for d in delegated if not str(d[2]).startswith("{{ ") or "kubectl_throttle" not in str(d[2])] == []
