@@ -77,6 +77,7 @@ def _rollout(
     fail: Optional[List[str]] = None,
     hold: Optional[List[str]] = None,
     unreachable: Optional[List[str]] = None,
+    extra: Optional[List[str]] = None,
 ) -> tuple[subprocess.CompletedProcess[str], List[str]]:
     log = tmp_path / "rollout.log"
     files = {
@@ -121,7 +122,7 @@ def _rollout(
         ANSIBLE_RETRY_FILES_ENABLED="0",
     )
     run = subprocess.run(
-        [str(PLAYBOOK), "-i", str(inventory / "hosts.yml"), str(ROOT / "playbooks" / "compute.yml")],
+        [str(PLAYBOOK), "-i", str(inventory / "hosts.yml"), str(ROOT / "playbooks" / "compute.yml"), *(extra or [])],
         cwd=str(tmp_path),
         env=env,
         capture_output=True,
@@ -174,6 +175,14 @@ def test_an_unreachable_node_stops_the_rollout(tmp_path: Path) -> None:
     assert run.returncode != 0 and _batches(run.stdout) == 1, run.stdout
     assert "n1 became unreachable during the rollout" in run.stdout
     assert "released n2" in log and not [line for line in log if line.endswith(("n3", "n4"))], log
+
+
+def test_the_documented_tags_run_the_rollout(tmp_path: Path) -> None:
+    """--tags ascend_driver used to skip the untagged read/decide pass, so no node entered a batch."""
+    run, log = _rollout(tmp_path, 2, {"ascend_rollout_serial": 2}, extra=["--tags", "ascend_driver"])
+    assert run.returncode == 0, run.stdout
+    assert {"released n1", "released n2"} <= set(log) and not [line for line in log if line.startswith("cann")]
+    assert "batch n1, n2: released n1, n2; held none" in run.stdout
 
 
 def _tasks(node: object) -> List[Dict[str, object]]:
