@@ -537,3 +537,13 @@ def test_inventory_problems_per_host() -> None:
         "or 8.3.RC1, ascend_cann_toolkit_package checksum 'sha256:REPLACE' is not sha256:<64 lowercase hex>, "
         "ascend_driver_kubectl_host 'elsewhere' is not an inventory host"
     ]
+
+
+def test_release_accepts_more_npus_than_before_the_window() -> None:
+    """A node whose faulty NPU the upgrade fixed reports 8 where it had 7: released, not held."""
+    filters = _load("ascend_filters", REPO / "ansible_collections/ascend_resumable/npu/plugins/filter/ascend.py")
+    before = {"huawei.com/Ascend910": "7"}
+    assert filters.allocatable_short({"huawei.com/Ascend910": "8", "cpu": "190"}, before) == []
+    assert filters.allocatable_short({"huawei.com/Ascend910": "7"}, before) == []
+    assert filters.allocatable_short({"huawei.com/Ascend910": "6"}, before) == ["huawei.com/Ascend910: 6/7"]
+    assert filters.allocatable_short({}, before) == ["huawei.com/Ascend910: 0/7"]
