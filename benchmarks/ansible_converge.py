@@ -96,6 +96,10 @@ CONTAINERD_CONFIG = REPO / "roles" / "ascend_docker_runtime" / "molecule" / "def
 NODE_VARS = """\
 ascend_docker_runtime_package:
   src: {pkgs}/Ascend-docker-runtime_7.3.0_linux-x86_64.run
+  # the package is built by the prepare playbook; its checksum read on the controller (as molecule/site does)
+  checksum: >-
+    sha256:{{{{ lookup('ansible.builtin.file', '{pkgs}/Ascend-docker-runtime_7.3.0_linux-x86_64.run',
+    rstrip=false) | hash('sha256') }}}}
 ascend_docker_runtime_kubectl: /opt/kube-fixture/kubectl
 ascend_docker_runtime_kubectl_host: "{{{{ inventory_hostname }}}}"
 mindcluster_node_kubectl: /opt/kube-fixture/kubectl
