@@ -107,6 +107,8 @@ mindcluster_node_kubectl_host: "{{{{ inventory_hostname }}}}"
 # containers cannot mount NFS; no NFS server here (as in molecule/site)
 shared_storage_mount: false
 shared_storage_check_exports: false
+# the node image has no apt lists (removed after openssh-server was installed): no NFS client package
+shared_storage_client_packages: {{Debian: []}}
 resumable_install_doctor_waive: [mount /user/mindx-dl/ranktable]
 node_fixture_containerd: "1.7.27"
 node_fixture_units: [containerd, kubelet, systemd-timesyncd]
