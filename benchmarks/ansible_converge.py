@@ -43,12 +43,13 @@ from logged_run import timed_run  # noqa: E402
 
 FIXTURES = REPO / "tests" / "fixtures" / "ascend"
 IMAGE = "localhost/ascend-node-deb12:latest"
-SSH_IMAGE = "localhost/ascend-node-deb12-sshd:bench"
+SSH_IMAGE = "localhost/ascend-node-deb12-sshd:bench2"
 SSH_CONTAINERFILE = (
     """\
 FROM %s
+# the package lists stay: site.yml's later stages install packages (NFS client, PyYAML for resumable)
 RUN apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends openssh-server \\
-    && rm -rf /var/lib/apt/lists/* && mkdir -p /run/sshd /root/.ssh && chmod 700 /root/.ssh && ssh-keygen -A
+    python3-yaml nfs-common && mkdir -p /run/sshd /root/.ssh && chmod 700 /root/.ssh && ssh-keygen -A
 CMD ["/usr/sbin/sshd", "-D", "-e"]
 """
     % IMAGE
@@ -107,8 +108,6 @@ mindcluster_node_kubectl_host: "{{{{ inventory_hostname }}}}"
 # containers cannot mount NFS; no NFS server here (as in molecule/site)
 shared_storage_mount: false
 shared_storage_check_exports: false
-# the node image has no apt lists (removed after openssh-server was installed): no NFS client package
-shared_storage_client_packages: {{Debian: []}}
 resumable_install_doctor_waive: [mount /user/mindx-dl/ranktable]
 node_fixture_containerd: "1.7.27"
 node_fixture_units: [containerd, kubelet, systemd-timesyncd]
