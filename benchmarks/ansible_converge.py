@@ -2,7 +2,9 @@
 """Benchmark site.yml against N emulated Ascend nodes: what a re-run on converged nodes costs.
 
 Each podman container is an emulated node (tests/fixtures/ascend: fake sysfs with 8 NPUs, npu-smi,
-an NPU DaemonSet holding the devices, driver/firmware/CANN .run installers that log every run).
+an NPU DaemonSet with the devices in its spec, driver/firmware/CANN .run installers that log every
+run; tests/fixtures/node: containerd 1.7 with a kubespray-style config, kubelet and systemctl, set up
+by the shared prepare playbook of the molecule scenarios), its own kubectl host.
 Ansible reaches the nodes over SSH with pipelining, as in production (--connection ssh, default:
 the node image plus openssh-server, built once as a local image); --connection podman uses the
 podman connection of the molecule tests, which cannot pipeline and costs several podman processes
@@ -25,6 +27,7 @@ usage (root, after scripts/test-ansible.sh set-up, or at least the node image + 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -32,18 +35,21 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
+import yaml
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
 from logged_run import timed_run  # noqa: E402
 
 FIXTURES = REPO / "tests" / "fixtures" / "ascend"
 IMAGE = "localhost/ascend-node-deb12:latest"
-SSH_IMAGE = "localhost/ascend-node-deb12-sshd:bench"
+SSH_IMAGE = "localhost/ascend-node-deb12-sshd:bench2"
 SSH_CONTAINERFILE = (
     """\
 FROM %s
+# the package lists stay: site.yml's later stages install packages (NFS client, PyYAML for resumable)
 RUN apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends openssh-server \\
-    && rm -rf /var/lib/apt/lists/* && mkdir -p /run/sshd /root/.ssh && chmod 700 /root/.ssh && ssh-keygen -A
+    python3-yaml nfs-common && mkdir -p /run/sshd /root/.ssh && chmod 700 /root/.ssh && ssh-keygen -A
 CMD ["/usr/sbin/sshd", "-D", "-e"]
 """
     % IMAGE
@@ -83,6 +89,28 @@ ascend_cann_toolkit_package:
   src: {pkgs}/Ascend-cann-toolkit_8.5.0_linux-x86_64.run
 ascend_cann_ops_package:
   src: {pkgs}/Ascend-cann-910b-ops_8.5.0_linux-x86_64.run
+"""
+
+# the node services site.yml's later stages need (the same fixture set-up as molecule/site)
+NODE_FIXTURE_PREPARE = REPO / "tests" / "fixtures" / "node" / "molecule-prepare.yml"
+CONTAINERD_CONFIG = REPO / "roles" / "ascend_docker_runtime" / "molecule" / "default" / "files" / "containerd-1.7.toml"
+NODE_VARS = """\
+ascend_docker_runtime_package:
+  src: {pkgs}/Ascend-docker-runtime_7.3.0_linux-x86_64.run
+  # the package is built by the prepare playbook; its checksum read on the controller (as molecule/site does)
+  checksum: >-
+    sha256:{{{{ lookup('ansible.builtin.file', '{pkgs}/Ascend-docker-runtime_7.3.0_linux-x86_64.run',
+    rstrip=false) | hash('sha256') }}}}
+ascend_docker_runtime_kubectl: /opt/kube-fixture/kubectl
+ascend_docker_runtime_kubectl_host: "{{{{ inventory_hostname }}}}"
+mindcluster_node_kubectl: /opt/kube-fixture/kubectl
+mindcluster_node_kubectl_host: "{{{{ inventory_hostname }}}}"
+# containers cannot mount NFS; no NFS server here (as in molecule/site)
+shared_storage_mount: false
+shared_storage_check_exports: false
+resumable_install_doctor_waive: [mount /user/mindx-dl/ranktable]
+node_fixture_containerd: "1.7.27"
+node_fixture_units: [containerd, kubelet, systemd-timesyncd]
 """
 
 DAEMONSET = "kind=daemonset\ndevices=/dev/davinci_manager /dev/davinci0\npid=301\nprocess=device-plugin\n"
@@ -147,6 +175,8 @@ def start_nodes(names: List[str], connection: str, work: Path) -> Dict[str, str]
                 "%s:/opt/ascend-fixture:ro" % FIXTURES,
                 "-v",
                 "%s:/opt/kube-fixture:ro" % (FIXTURES.parent / "kube"),
+                "-v",
+                "%s:/opt/fixtures:ro" % FIXTURES.parent,
                 image,
                 *command,
             ],
@@ -208,26 +238,37 @@ def main() -> int:
                 for n in names
             )
         )
+        files = [{"path": "/etc/containerd/config.toml", "content": CONTAINERD_CONFIG.read_text()}]
         (inv / "group_vars" / "all.yml").write_text(
             CONNECTION_VARS[args.connection].format(key=work / "id_ed25519")
             + GROUP_VARS.format(pkgs=pkgs, fixtures=FIXTURES)
+            + NODE_VARS.format(pkgs=pkgs)
+            + yaml.safe_dump({"node_fixture_files": files})
         )
-        serial = ["-e", "ascend_rollout_serial=%s" % args.serial]
+        # rollout knobs in the inventory, where operators set them (playbooks/compute.yml reads them there).
+        # The firmware change holds every node until its (emulated) reboot: allowed here, so the first
+        # converge goes through all batches instead of stopping after the first one.
+        with open(inv / "group_vars" / "all.yml", "a") as handle:
+            knobs = {"ascend_rollout_serial": args.serial, "ascend_rollout_max_held": args.nodes}
+            handle.write("".join("%s: %s\n" % (k, json.dumps(v)) for k, v in knobs.items()))
+        prepare_env = dict(env, MOLECULE_EPHEMERAL_DIRECTORY=str(work))
+        prepare = [str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", str(inv), str(NODE_FIXTURE_PREPARE)]
+        timed_run(prepare, REPO, prepare_env, work / "prepare.log", "ansible-playbook (node fixtures)")
 
-        check_time, check_changed = playbook(inv, env, work / "check-fresh.log", "--check", *serial)
+        check_time, check_changed = playbook(inv, env, work / "check-fresh.log", "--check")
         check_runs = installer_runs(names)
-        first, _ = playbook(inv, env, work / "first.log", *serial)
+        first, _ = playbook(inv, env, work / "first.log")
         runs_first = installer_runs(names)
         for name in names:  # the new firmware runs only after a reboot (HDK-DRV install.sh exit codes)
             run(["podman", "exec", name, "/opt/ascend-fixture/reboot-node.sh"], stdout=subprocess.DEVNULL)
-        release, _ = playbook(inv, env, work / "release.log", *serial)
+        release, _ = playbook(inv, env, work / "release.log")
 
         limit2 = ["--limit", ",".join(names[:2])]
         reruns: Dict[int, List[Tuple[float, int]]] = {2: [], args.nodes: []}
         before = installer_runs(names)
         for i in range(REPEATS):
-            reruns[2].append(playbook(inv, env, work / ("rerun2-%d.log" % i), *serial, *limit2))
-            reruns[args.nodes].append(playbook(inv, env, work / ("rerun%d-%d.log" % (args.nodes, i)), *serial))
+            reruns[2].append(playbook(inv, env, work / ("rerun2-%d.log" % i), *limit2))
+            reruns[args.nodes].append(playbook(inv, env, work / ("rerun%d-%d.log" % (args.nodes, i))))
         rerun_installers = installer_runs(names) - before
         rerun_changed = sum(changed for results in reruns.values() for _, changed in results)
         best = {n: min(t for t, _ in results) for n, results in reruns.items()}

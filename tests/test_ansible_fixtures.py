@@ -165,9 +165,43 @@ def test_emulated_kubectl_and_docker(tmp_path: Path) -> None:
     assert _run(relabel, env).stdout.strip() == "node/n1 labeled"
     assert _run([kubectl, "uncordon", "n1"], env).stdout.strip() == "node/n1 uncordoned"
     inspect = json.loads(_run([docker, "inspect", *_run([docker, "ps", "-q"], env).stdout.split()], env).stdout)
-    holder = {"runtime": "docker", "id": inspect[0]["Id"][:12], "name": "ds-device-plugin"}
+    holder = {
+        "runtime": "docker",
+        "id": inspect[0]["Id"][:12],
+        "name": "ds-device-plugin",
+        "pid": "1",
+        "privileged": False,
+    }
     assert hw.docker_holders(json.dumps(inspect)) == [dict(holder, devices=["/dev/davinci_manager"])]
     assert (state / "kubectl.log").read_text().splitlines()[:2] == ["get node n1 -o json", "get node n1 -o json"]
+
+
+def test_emulated_crictl_reproduces_containerds_privileged_spec(tmp_path: Path) -> None:
+    """containerd puts every host device into a privileged container's spec (containerd v1.7.27
+    pkg/cri/server/container_create_linux.go:225-231, oci/utils_unix.go:42-44); crictl inspect shows
+    containerd's ContainerInfo (pkg/cri/server/container_status.go:128-139)."""
+    env = _node(tmp_path, chips=2)
+    state = tmp_path / "state"
+    (state / "containers" / "kube-proxy").write_text("kind=system\nprivileged=true\npid=31\nprocess=kube-proxy\n")
+    (state / "containers" / "pod-train").write_text("kind=pod\ndevices=/dev/davinci1\npid=401\nprocess=python3\n")
+    crictl = str(FIXTURES / "crictl")
+    ids = _run([crictl, "ps", "-q"], env).stdout.split()
+    assert len(ids) == 2 and all(len(i) == 64 for i in ids)
+    by_name = {}
+    for cid in ids:
+        doc = json.loads(_run([crictl, "inspect", cid], env).stdout)
+        by_name[doc["status"]["metadata"]["name"]] = doc
+    proxy = by_name["kube-proxy"]["info"]
+    assert proxy["pid"] == 31 and proxy["config"]["linux"]["security_context"]["privileged"] is True
+    paths = [d["path"] for d in proxy["runtimeSpec"]["linux"]["devices"]]
+    assert {"/dev/davinci0", "/dev/davinci1", "/dev/davinci_manager", "/dev/null"} <= set(paths)
+    holders = hw.crictl_holders(json.dumps(by_name["kube-proxy"]))
+    assert holders[0]["privileged"] and holders[0]["pid"] == "31"
+    # no process of kube-proxy is on the NPUs (npu-smi lists none, it opens no /dev/davinci*): not busy
+    assert not hw.npu_holders([], [], holders)["busy"]
+    missing = _run([crictl, "inspect", "0" * 64], env, check=False)
+    assert missing.returncode == 1 and "NotFound" in missing.stderr
+    assert _run([crictl, "rm", ids[0]], env, check=False).returncode == 1
 
 
 def test_emulated_kubectl_refuses_what_kubectl_refuses(tmp_path: Path) -> None:

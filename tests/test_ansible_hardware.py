@@ -231,7 +231,14 @@ def test_device_holders_from_docker_and_cri() -> None:
         ]
     )
     assert hw.docker_holders(docker) == [
-        {"runtime": "docker", "id": "a" * 12, "name": "npu-exporter", "devices": ["/dev/davinci_manager"]}
+        {
+            "runtime": "docker",
+            "id": "a" * 12,
+            "name": "npu-exporter",
+            "pid": "",
+            "privileged": False,
+            "devices": ["/dev/davinci_manager"],
+        }
     ]
     cri = json.dumps(
         {
@@ -240,8 +247,28 @@ def test_device_holders_from_docker_and_cri() -> None:
         }
     )
     assert hw.crictl_holders(cri) == [
-        {"runtime": "cri", "id": "c" * 12, "name": "train", "devices": ["/dev/davinci3", "/dev/hisi_hdc"]}
+        {
+            "runtime": "cri",
+            "id": "c" * 12,
+            "name": "train",
+            "pid": "",
+            "privileged": False,
+            "devices": ["/dev/davinci3", "/dev/hisi_hdc"],
+        }
     ]
+
+
+def test_busy_is_what_holds_an_npu_not_what_a_spec_lists() -> None:
+    """containerd lists every host device in a privileged container's spec (containerd v1.7.27
+    pkg/cri/server/container_create_linux.go:225-231, WithHostDevices): kube-proxy is no NPU user."""
+    kube_proxy = {"runtime": "cri", "name": "kube-proxy", "pid": "31", "privileged": True, "devices": ["/dev/davinci0"]}
+    train = {"runtime": "cri", "name": "train", "pid": "401", "privileged": False, "devices": ["/dev/davinci1"]}
+    idle = hw.npu_holders([], [], [kube_proxy])
+    assert idle == {"busy": False, "pids": [], "containers": []}
+    smi = [{"npu": "1", "chip": "0", "pid": "401", "name": "python3"}]
+    assert hw.npu_holders(smi, [], [kube_proxy, train]) == {"busy": True, "pids": ["401"], "containers": [train]}
+    host = [{"pid": "77", "comm": "sleep", "devices": ["/dev/davinci2"]}]
+    assert hw.npu_holders([], host, [kube_proxy])["busy"]
 
 
 # --- the driver role's plan -------------------------------------------------------------------
@@ -510,3 +537,13 @@ def test_inventory_problems_per_host() -> None:
         "or 8.3.RC1, ascend_cann_toolkit_package checksum 'sha256:REPLACE' is not sha256:<64 lowercase hex>, "
         "ascend_driver_kubectl_host 'elsewhere' is not an inventory host"
     ]
+
+
+def test_release_accepts_more_npus_than_before_the_window() -> None:
+    """A node whose faulty NPU the upgrade fixed reports 8 where it had 7: released, not held."""
+    filters = _load("ascend_filters", REPO / "ansible_collections/ascend_resumable/npu/plugins/filter/ascend.py")
+    before = {"huawei.com/Ascend910": "7"}
+    assert filters.allocatable_short({"huawei.com/Ascend910": "8", "cpu": "190"}, before) == []
+    assert filters.allocatable_short({"huawei.com/Ascend910": "7"}, before) == []
+    assert filters.allocatable_short({"huawei.com/Ascend910": "6"}, before) == ["huawei.com/Ascend910: 6/7"]
+    assert filters.allocatable_short({}, before) == ["huawei.com/Ascend910: 0/7"]

@@ -421,3 +421,21 @@ def test_profiles_of_the_scenarios_are_valid_and_plan_what_the_scenarios_check()
         (mount,) = nodes["shared_mounts"]
         assert mount["source"] == "a2-nfs:/exports/ascend/ranktable" and mount["opts"] == "rw,hard,_netdev"
         assert (mount["owner"], mount["group"], mount["mode"]) == ("hwMindX", "HwHiAiUser", "2775")
+
+
+def test_npu_daemonset_selector_covers_the_pre_26_1_device_plugin() -> None:
+    """Before MindCluster 26.1 the device plugin selects accelerator=huawei-Ascend910 (the 910 variant of
+    device-plugin-volcano-v{ver}.yaml), so the driver role's window must remove that label too; the
+    selector comes from the same function the device plugin manifest uses."""
+    from resumable.manifests.device_plugin import node_selector
+    from resumable.manifests.traits import traits
+
+    text = (REPO / "tests/fixtures/profiles/site.yaml").read_text()
+    old = load_plan_text(text).nodes
+    assert old.npu_daemonset_selector == {
+        C.NODE_LABEL_WORKER: C.NODE_LABEL_WORKER_VALUE,
+        C.NODE_LABEL_ACCELERATOR: "huawei-Ascend910",
+    }
+    assert node_selector(traits("7.3.0"), old.worker_selector).items() <= old.npu_daemonset_selector.items()
+    new = load_plan_text(text.replace('mindcluster: "7.3.0"', 'mindcluster: "26.1.0"')).nodes
+    assert new.npu_daemonset_selector == new.worker_selector

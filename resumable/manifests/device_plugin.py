@@ -9,7 +9,7 @@ relies on its name (INST04).
 
 from __future__ import annotations
 
-from typing import List, Tuple
+from typing import Dict, List, Tuple
 
 from .. import constants as C
 from ..constants import DRIVER_PATH, LOG_ROOT, NAMESPACE_DEVICE_PLUGIN, NODE_LABEL_ACCELERATOR
@@ -25,6 +25,13 @@ APP_LABEL = C.DEVICE_PLUGIN_APP_LABEL
 CHIP_TAINTS_261 = ("huawei.com/Ascend910", "huawei.com/Ascend310", "huawei.com/Ascend310P", "huawei.com/npu")
 RESET_DIR = C.RESET_CONFIG_HOST_ROOT
 DATATRACE_DIR = "/user/cluster-info/datatrace-config"
+
+
+def node_selector(t: Traits, worker_selector: Dict[str, str]) -> Dict[str, str]:
+    """The device plugin's nodeSelector: ``workerselector`` from 26.1, ``accelerator: huawei-Ascend910``
+    before (the 910 variant of ``device-plugin-volcano-v{ver}.yaml``). The driver role removes it from a node
+    for its maintenance window (plan ``nodes.npu_daemonset_selector``)."""
+    return dict(worker_selector) if t.v26_1 else {NODE_LABEL_ACCELERATOR: ACCELERATOR_910}
 
 
 def names(t: Traits) -> List[str]:
@@ -152,8 +159,8 @@ def objects(s: Settings) -> List[Obj]:
         "securityContext": dict(k8s.SECCOMP_RUNTIME_DEFAULT),
         **s.pod_extras(),
     }
+    pod["nodeSelector"] = node_selector(t, s.worker_selector)
     if t.v26_1:
-        pod["nodeSelector"] = s.worker_selector
         pod["affinity"] = {
             "nodeAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": {
@@ -164,8 +171,6 @@ def objects(s: Settings) -> List[Obj]:
             }
         }
         pod["hostPID"] = True
-    else:
-        pod["nodeSelector"] = {NODE_LABEL_ACCELERATOR: ACCELERATOR_910}
     k8s.fill_pod(pod, log.init_containers(image, policy), container, volumes)
     daemonset = k8s.daemonset(
         ds_name,

@@ -330,6 +330,9 @@ class NodePlan(PlanPart):
     #: node selector of the NPU DaemonSets (device plugin, NodeD, NPU Exporter; INST01): without it
     #: their pods leave the node (the driver role pauses them with it, node labels hold it back)
     worker_selector: Dict[str, str]
+    #: every label an NPU DaemonSet selects (worker_selector, plus accelerator=huawei-Ascend910 for the device
+    #: plugin before 26.1): the driver role removes them for its maintenance window, node labels hold them back
+    npu_daemonset_selector: Dict[str, str]
     users: List[Dict[str, Any]]
     log_dirs: List[Dict[str, Any]]
     reserved_ports: List[int]

@@ -84,6 +84,18 @@ def _log_dirs() -> List[Dict[str, Any]]:
 RANKTABLE_ACCESS = {"owner": C.USER_HWMINDX, "group": C.USER_HWHIAI, "mode": "2775"}
 
 
+def npu_daemonset_selector(release: str) -> Dict[str, str]:
+    """Every node label an NPU DaemonSet selects (NodeD and NPU Exporter: workerselector; the device
+    plugin: workerselector from 26.1, accelerator=huawei-Ascend910 before; INST01, INST04). Removing
+    these labels stops all of them on a node, which the driver role does for its maintenance window."""
+    # imported here: resumable.manifests imports the plan package
+    from ..manifests.device_plugin import node_selector
+    from ..manifests.traits import traits
+
+    worker = {C.NODE_LABEL_WORKER: C.NODE_LABEL_WORKER_VALUE}
+    return {**worker, **node_selector(traits(release), worker)}
+
+
 def build_nodes(profile: Profile, facts: List[JobFacts]) -> NodePlan:
     cluster = profile.cluster
     labels = {
@@ -126,6 +138,7 @@ def build_nodes(profile: Profile, facts: List[JobFacts]) -> NodePlan:
         labels=labels,
         master_labels={C.NODE_LABEL_MASTER: C.NODE_LABEL_MASTER_VALUE},
         worker_selector={C.NODE_LABEL_WORKER: C.NODE_LABEL_WORKER_VALUE},
+        npu_daemonset_selector=npu_daemonset_selector(cluster.mindcluster),
         users=_users(),
         log_dirs=_log_dirs(),
         reserved_ports=reserved_ports(profile, facts),

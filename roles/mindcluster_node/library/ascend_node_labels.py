@@ -49,7 +49,7 @@ added:
   returned: always
   type: dict
 updated:
-  description: Labels whose value changed, as {key: [old, new]}.
+  description: "Labels whose value changed, as C({key: [old, new]})."
   returned: always
   type: dict
 """

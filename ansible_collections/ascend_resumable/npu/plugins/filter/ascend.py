@@ -17,6 +17,7 @@ description:
   - C(checksum_problems(stat_results, host)) -> missing packages and sha256 mismatches of a stat loop.
   - C(inventory_problems(hostvars, hosts, inventory_hosts)) -> shape problems of the Ascend variables per host.
   - C(profile_mismatches(facts, plan_nodes)) / C(package_mismatches(facts, info, what)) -> list of problems.
+  - C(allocatable_short(after, before)) -> the extended resources a node reports fewer of than before its window.
 """
 
 import re
@@ -105,6 +106,27 @@ def checksum_problems(stat_results, host):
     return problems
 
 
+def allocatable_short(after, before):
+    """Resources (``huawei.com/*``) the node reports fewer of than before the window, as "name: now/before".
+
+    At least as many as before, not exactly as many: an upgrade may bring back an NPU that was
+    faulty before it, and that node must not stay held for having more NPUs.
+    """
+
+    def count(value):
+        try:
+            return int(str(value))
+        except ValueError:
+            return 0
+
+    after = after or {}
+    return [
+        "%s: %s/%s" % (key, after.get(key, 0), value)
+        for key, value in sorted((before or {}).items())
+        if count(after.get(key, 0)) < count(value)
+    ]
+
+
 def package_node_path(package, cache_dir):
     """Where a {src}|{url}|{path} package lives on the node: path itself, else cache_dir/<file name>."""
     if package.get("path"):
@@ -125,4 +147,5 @@ class FilterModule:
             "package_node_path": package_node_path,
             "profile_mismatches": ascend_hardware.profile_mismatches,
             "package_mismatches": ascend_hardware.package_mismatches,
+            "allocatable_short": allocatable_short,
         }

@@ -232,19 +232,23 @@ def parse_board(text):
 
 
 def docker_holders(inspect_json):
-    """Containers whose ``docker inspect`` lists NPU device nodes (ADEPLOY module_utils/check_library_utils)."""
+    """Running containers whose ``docker inspect`` lists NPU device nodes (ADEPLOY
+    module_utils/check_library_utils). Informational: see :func:`npu_holders` for what counts."""
     holders = []
     for item in json.loads(inspect_json or "[]"):
         host = item.get("HostConfig") or {}
+        state = item.get("State") or {}
         devices = sorted(
             d.get("PathOnHost", "") for d in host.get("Devices") or [] if is_device_path(d.get("PathOnHost", ""))
         )
-        if devices and (item.get("State") or {}).get("Running", True):
+        if devices and state.get("Running", True):
             holders.append(
                 {
                     "runtime": "docker",
                     "id": item.get("Id", "")[:12],
                     "name": item.get("Name", "").lstrip("/"),
+                    "pid": str(state.get("Pid") or ""),
+                    "privileged": bool(host.get("Privileged")),
                     "devices": devices,
                 }
             )
@@ -252,24 +256,50 @@ def docker_holders(inspect_json):
 
 
 def crictl_holders(inspect_json):
-    """Containers whose CRI runtime spec lists NPU device nodes (``crictl inspect``, containerd)."""
+    """Containers whose CRI runtime spec lists NPU device nodes (``crictl inspect``, containerd).
+
+    ``info`` is containerd's verbose ContainerInfo (containerd v1.7.27
+    pkg/cri/server/container_status.go:128-139: ``pid``, ``config``, ``runtimeSpec``). For a privileged
+    container the spec lists every device under the host's /dev (pkg/cri/server/container_create_linux.go:225-231
+    adds oci.WithHostDevices unless the runtime sets privileged_without_host_devices; oci/utils_unix.go:42-44), so
+    a spec entry alone does not mean the container uses an NPU (:func:`npu_holders`).
+    """
     doc = json.loads(inspect_json or "{}")
     items = doc if isinstance(doc, list) else [doc]
     holders = []
     for item in items:
-        spec = ((item.get("info") or {}).get("runtimeSpec") or {}).get("linux") or {}
+        info = item.get("info") or {}
+        spec = (info.get("runtimeSpec") or {}).get("linux") or {}
         devices = sorted(d.get("path", "") for d in spec.get("devices") or [] if is_device_path(d.get("path", "")))
         status = item.get("status") or {}
+        security = ((info.get("config") or {}).get("linux") or {}).get("security_context") or {}
         if devices:
             holders.append(
                 {
                     "runtime": "cri",
                     "id": str(status.get("id", ""))[:12],
                     "name": (status.get("metadata") or {}).get("name", ""),
+                    "pid": str(info.get("pid") or ""),
+                    "privileged": bool(security.get("privileged")),
                     "devices": devices,
                 }
             )
     return holders
+
+
+def npu_holders(smi_processes, host_processes, containers):
+    """What really holds the NPUs: the processes npu-smi lists and the host processes with an NPU device
+    node open (``/proc/<pid>/fd``, like ``fuser /dev/davinci*``; the node agent sees every container's
+    processes from the host). A container is named only when its process is one of them.
+
+    Container specs are not counted: containerd puts every host device into the spec of each privileged
+    container (:func:`crictl_holders`), so kube-proxy, the CNI and CSI node pods would keep every node
+    "busy" for ever, and a spec lists devices a container may open, not ones it has open.
+    Returns ``{"busy", "pids", "containers"}``.
+    """
+    pids = sorted({str(p.get("pid")) for p in list(smi_processes) + list(host_processes) if p.get("pid")})
+    named = [c for c in containers if c.get("pid") and str(c["pid"]) in pids]
+    return {"busy": bool(pids), "pids": pids, "containers": named}
 
 
 def profile_mismatches(facts, nodes):

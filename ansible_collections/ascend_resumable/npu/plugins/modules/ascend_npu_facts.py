@@ -15,8 +15,10 @@ description:
     to 8.3, C(cann) -> C(cann-<version>) from 8.5).
   - Asks C(npu-smi) for health per chip (910B and A3 tables), the processes on the NPUs, the
     running driver version and the running firmware version and board id.
-  - With I(check_holders), also lists processes and containers (docker, CRI) that hold
-    C(/dev/davinci*) device nodes.
+  - With I(check_holders), also lists host processes with C(/dev/davinci*) device nodes open and
+    containers (docker, CRI) whose spec lists such nodes. C(busy) counts processes only (npu-smi's
+    table and the host processes), because containerd lists every host device in the spec of a
+    privileged container, so a spec entry does not mean an NPU is used.
   - Never changes anything; fully supports check mode.
 options:
   sysfs_root:
@@ -114,6 +116,7 @@ from ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_hardwa
     crictl_holders,
     docker_holders,
     is_device_path,
+    npu_holders,
     parse_board,
     parse_npu_smi,
     short_id,
@@ -454,7 +457,7 @@ def main():
             compatible = None
 
     smi = npu_smi_facts(module, params["npu_smi"], bool(devices))
-    holders = {"checked": False, "processes": [], "containers": [], "errors": []}
+    holders = {"checked": False, "processes": [], "containers": [], "holding": [], "errors": []}
     if params["check_holders"]:
         containers, errors = container_holders(module, params["container_clis"])
         holders = {
@@ -463,6 +466,8 @@ def main():
             "containers": containers,
             "errors": errors,
         }
+    holding = npu_holders(smi["processes"], holders["processes"], holders["containers"])
+    holders["holding"] = holding["containers"]
     candidates = board_accelerator_types(smi["board_id"])
 
     files = state_dir_files(params["state_dirs"])
@@ -500,7 +505,7 @@ def main():
         "cann_registry": _kv(params["cann_registry"]),
         "npu_smi": smi,
         "holders": holders,
-        "busy": bool(smi["processes"]) or bool(holders["processes"]) or bool(holders["containers"]),
+        "busy": holding["busy"],
         "files": files,
         "state_dirs": params["state_dirs"],
         "accounts": lookup_accounts(params["accounts"]),
