@@ -508,6 +508,10 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupted_render(tmp_path: Path, signum: int) -> subprocess.CompletedProcess[str]:
     out = tmp_path / "stack"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -518,6 +522,9 @@ def _interrupted_render(tmp_path: Path, signum: int) -> subprocess.CompletedProc
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # a run started in the background of a shell without job control inherits SIGINT ignored,
+        # and Python then installs no KeyboardInterrupt handler: give the child Ctrl-C's default
+        preexec_fn=_default_sigint,
     )
     try:
         deadline = time.monotonic() + 20
