@@ -78,6 +78,10 @@ class Pod:
         return path
 
     def events(self, kind: Optional[str] = None) -> List[Dict[str, Any]]:
+        """The timeline's events so far; none before the launcher has opened it (its log directory
+        is made first, so a poll can see the directory without the file)."""
+        if not list(self.logs.glob("timeline-*.jsonl")):
+            return []
         items = read_jsonl(self.timeline)
         return [e for e in items if kind is None or e["event"] == kind]
 
