@@ -13,10 +13,11 @@ import os
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence
 
 from .. import constants as C
-from .. import safeyaml, yamlio
+from .. import yamlio
 from ..errors import ResumableError
 from ..fileio import PROFILE_MAX_BYTES, read_text
 from ..plan.model import JobPlan, Plan
+from ..profile import profile_data
 from . import jobs, storage
 from .k8s import Obj, meta, namespace, recommended_labels
 from .scheduler import Stage, build_stages
@@ -88,11 +89,12 @@ def job_profile_texts(plan: Plan, text: str) -> Dict[str, str]:
     same values, keys in the same order; comments and anchors are not kept, aliases are written out),
     so the job plans there exactly as from the whole profile (tests/manifests/test_job_profile.py),
     and the ConfigMap depends on that job and the shared settings only: the output grows linearly
-    with the jobs, and adding or removing another job leaves it as it was. ``text`` is parsed once."""
+    with the jobs, and adding or removing another job leaves it as it was. The text the plan came
+    from is not parsed again (:func:`~resumable.profile.profile_data`)."""
     if not plan.jobs:
         return {}
     fix = "Keep the profile file in place while rendering"
-    data: Any = safeyaml.load(text, plan.profile, safeyaml.PROFILE, ResumableError, fix)
+    data: Any = profile_data(text, plan.profile)
     declared = data.get("jobs") if isinstance(data, dict) else None
     names = [j.get("name") if isinstance(j, dict) else None for j in declared or []]
     if names != [j.name for j in plan.jobs]:
