@@ -99,10 +99,13 @@ def job_profile_texts(plan: Plan, text: str) -> Dict[str, str]:
     names = [j.get("name") if isinstance(j, dict) else None for j in declared or []]
     if names != [j.name for j in plan.jobs]:
         raise ResumableError("changed while it was planned (its jobs are not the planned ones)", plan.profile, fix)
+    # the top-level keys are block mapping entries at column 0, so the document is the text of each
+    # entry in turn: the shared ones are written once, only ``jobs`` once per job
+    shared = {k: yamlio.dump({k: v}) for k, v in data.items() if k != "jobs"}
     out: Dict[str, str] = {}
     for job, item in zip(plan.jobs, declared or []):
-        one = {k: ([item] if k == "jobs" else v) for k, v in data.items()}
-        out[job.name] = JOB_PROFILE_HEADER % job.name + yamlio.dump(one)
+        parts = [shared[k] if k != "jobs" else yamlio.dump({"jobs": [item]}) for k in data]
+        out[job.name] = JOB_PROFILE_HEADER % job.name + "".join(parts)
     return out
 
 

@@ -13,6 +13,7 @@ from typing import Any, Dict, List
 import pytest
 import yaml
 
+from resumable import yamlio
 from resumable.api import job_plan, load_plan, load_plan_text
 from resumable.errors import ResumableError
 from resumable.manifests import build_deployment
@@ -85,6 +86,8 @@ def assert_each_job_plans_alone_as_in_the_whole(path: Path, text: str) -> Dict[s
     for declared, job in zip(data["jobs"], whole.jobs):
         own = texts[job.name]
         assert yaml.safe_load(own) == {**data, "jobs": [declared]}
+        # written as the render writes YAML, in one piece
+        assert own.split("\n", 2)[2] == yamlio.dump({**data, "jobs": [declared]})
         alone = load_plan_text(own, str(path))
         assert [j.name for j in alone.jobs] == [job.name]
         assert job_plan(alone, job.name) == job == job_plan(alone)
