@@ -7,6 +7,7 @@ of the whole one."""
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any, Dict, List
 
@@ -15,6 +16,7 @@ import yaml
 
 from resumable import yamlio
 from resumable.api import job_plan, load_plan, load_plan_text
+from resumable.cli import main
 from resumable.errors import ResumableError
 from resumable.manifests import build_deployment
 from resumable.manifests.deployment import JOBS_STAGE, job_profile_texts
@@ -156,3 +158,30 @@ def test_a_profile_that_is_not_the_planned_one_is_refused() -> None:
     plan = load_plan_text(text, "<many>")
     with pytest.raises(ResumableError, match="changed while it was planned"):
         job_profile_texts(plan, many_jobs_profile(2))
+
+
+def test_doctor_in_the_pod_reads_the_rendered_profile_as_the_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What a pod sees: the rendered ConfigMap's profile.yaml at $RESUMABLE_PROFILE and the job in
+    $RESUMABLE_JOB; `resumable doctor` checks there what it checks with the whole profile and --job."""
+    example = ROOT / "examples" / "pytorch-process-recovery.yaml"
+    assert main(["render", str(example), "--out", str(tmp_path / "out")]) == 0
+    capsys.readouterr()
+    (cm,) = [
+        yaml.safe_load(p.read_text())
+        for p in sorted((tmp_path / "out").glob("*.yaml"))
+        if "-configmap-" in p.name and "resumable-profile-" in p.name
+    ]
+    mounted = tmp_path / "profile.yaml"
+    mounted.write_text(cm["data"]["profile.yaml"])
+    job = cm["metadata"]["name"][len("resumable-profile-") :]
+    monkeypatch.setenv("RESUMABLE_PROFILE", str(mounted))
+    monkeypatch.setenv("RESUMABLE_JOB", job)
+    # the same environment for both (doctor checks it too); --profile/--job name the whole profile
+    main(["doctor", "--format", "json", "--profile", str(example), "--job", job])
+    whole = json.loads(capsys.readouterr().out)
+    main(["doctor", "--format", "json"])
+    pod = json.loads(capsys.readouterr().out)
+    assert pod["profile"] == str(mounted) and pod["job"] == job
+    assert pod["checks"] == whole["checks"] and pod["ok"] == whole["ok"]
