@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Optional
 import pulumi
 
 from resumable.constants import RESET_CONFIG_PREFIX, RINGS_CONFIG_PREFIX
+from resumable.errors import ResumableError
 from resumable.manifests.deployment import job_objects, job_profile_texts
 from resumable.plan.model import Plan
 
@@ -99,7 +100,10 @@ class TrainingJobs(pulumi.ComponentResource):
         self.child_options: Dict[str, pulumi.ResourceOptions] = {}
         created: List[pulumi.CustomResource] = []
         secrets = self._pull_secrets(name, args)
-        texts = job_profile_texts(args.plan, args.profile_text)
+        try:
+            texts = job_profile_texts(args.plan, args.profile_text)
+        except ResumableError as exc:  # the profile file changed since it was planned
+            raise pulumi.RunError(str(exc)) from None
         for job in args.plan.jobs:
             if job.name not in args.images:
                 raise pulumi.RunError(f"TrainingJobs {name}: no image reference for job {job.name}")

@@ -185,3 +185,14 @@ def test_doctor_in_the_pod_reads_the_rendered_profile_as_the_whole(
     pod = json.loads(capsys.readouterr().out)
     assert pod["profile"] == str(mounted) and pod["job"] == job
     assert pod["checks"] == whole["checks"] and pod["ok"] == whole["ok"]
+
+
+def test_pulumi_stops_with_a_run_error_when_the_profile_is_not_the_planned_one() -> None:
+    import pulumi
+
+    from resumable_pulumi.jobs import TrainingJobs, TrainingJobsArgs
+
+    plan = load_plan_text(many_jobs_profile(3), "<many>")
+    images = {j.name: "registry.example.com/x:1" for j in plan.jobs}
+    with pytest.raises(pulumi.RunError, match="changed while it was planned"):
+        TrainingJobs("changed", TrainingJobsArgs(plan, dict(images), many_jobs_profile(2)))
