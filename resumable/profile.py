@@ -7,7 +7,7 @@ A profile has one cluster and one or more jobs. These dataclasses are its schema
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from . import constants as C
 from . import formats as F
@@ -659,6 +659,21 @@ def load_profile(path: str) -> Profile:
     return parse_profile(text, path)
 
 
+#: The last profile text parsed and its data: a render parses the profile once for the plan and
+#: reads the same data again for each job's profile ConfigMap (manifests.deployment.job_profile_texts).
+_LAST: List[Tuple[str, Any]] = []
+
+
+def profile_data(text: str, source: str = "<profile>") -> Any:
+    """The YAML data of profile ``text`` through the bounded loader (:mod:`resumable.safeyaml`),
+    parsed once for the same text; callers read it and never change it."""
+    if _LAST and _LAST[0][0] == text:
+        return _LAST[0][1]
+    data: Any = safeyaml.load(text, source, safeyaml.PROFILE, ProfileError, "Fix the YAML there")
+    _LAST[:] = [(text, data)]
+    return data
+
+
 def parse_profile(text: str, source: str = "<profile>") -> Profile:
     """Bind profile text (YAML) read from ``source``; see :mod:`resumable.safeyaml` for the limits."""
     if len(text) > PROFILE_MAX_BYTES:
@@ -667,7 +682,7 @@ def parse_profile(text: str, source: str = "<profile>") -> Profile:
             source,
             "Split it or remove what is not a profile",
         )
-    data: Any = safeyaml.load(text, source, safeyaml.PROFILE, ProfileError, "Fix the YAML there")
+    data = profile_data(text, source)
     if data is None:
         raise ProfileError("is empty", source, "Start from a file in examples/.")
     try:

@@ -21,7 +21,8 @@ from typing import Any, Dict, List, Optional
 import pulumi
 
 from resumable.constants import RESET_CONFIG_PREFIX, RINGS_CONFIG_PREFIX
-from resumable.manifests.deployment import job_objects
+from resumable.errors import ResumableError
+from resumable.manifests.deployment import job_objects, job_profile_texts
 from resumable.plan.model import Plan
 
 from .kinds import create, logical_name, object_key, pull_secret
@@ -76,7 +77,8 @@ class TrainingJobsArgs:
     plan: Plan
     #: the image reference each job runs, by job name
     images: Dict[str, pulumi.Input[str]]
-    #: the profile's text for the ConfigMap ``resumable launch`` reads in the pod
+    #: the profile's text; each job's profile ConfigMap (what ``resumable launch`` reads in the pod)
+    #: gets that job alone from it (:func:`resumable.manifests.deployment.job_profile_texts`)
     profile_text: str
     #: what every job object waits for (the scheduling stack with its CRDs and operator, the
     #: storage claims); components here stand for all their children
@@ -98,10 +100,14 @@ class TrainingJobs(pulumi.ComponentResource):
         self.child_options: Dict[str, pulumi.ResourceOptions] = {}
         created: List[pulumi.CustomResource] = []
         secrets = self._pull_secrets(name, args)
+        try:
+            texts = job_profile_texts(args.plan, args.profile_text)
+        except ResumableError as exc:  # the profile file changed since it was planned
+            raise pulumi.RunError(str(exc)) from None
         for job in args.plan.jobs:
             if job.name not in args.images:
                 raise pulumi.RunError(f"TrainingJobs {name}: no image reference for job {job.name}")
-            objects = job_objects(args.plan, job, _IMAGE, args.profile_text)
+            objects = job_objects(args.plan, job, _IMAGE, texts[job.name])
             config_maps: List[pulumi.Resource] = []
             for obj in objects:
                 key = object_key(obj)

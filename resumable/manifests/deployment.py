@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence
 
 from .. import constants as C
+from .. import yamlio
 from ..errors import ResumableError
 from ..fileio import PROFILE_MAX_BYTES, read_text
 from ..plan.model import JobPlan, Plan
+from ..profile import profile_data
 from . import jobs, storage
 from .k8s import Obj, meta, namespace, recommended_labels
 from .scheduler import Stage, build_stages
@@ -74,6 +76,39 @@ def read_profile_text(plan: Plan) -> str:
     )
 
 
+#: The first lines of a job's profile ConfigMap: what it holds, so nobody mistakes it for the file.
+JOB_PROFILE_HEADER = (
+    "# The profile with the job %s alone under jobs (the other jobs, comments and anchors left out;\n"
+    "# every other setting as written). resumable launch and doctor in the job's pods plan it from here.\n"
+)
+
+
+def job_profile_texts(plan: Plan, text: str) -> Dict[str, str]:
+    """Per job, the profile its pods read (``resumable-profile-<job>``): the data of ``text`` with
+    ``jobs`` holding that job alone, as YAML. Every other setting stays as the user wrote it (the
+    same values, keys in the same order; comments and anchors are not kept, aliases are written out),
+    so the job plans there exactly as from the whole profile (tests/manifests/test_job_profile.py),
+    and the ConfigMap depends on that job and the shared settings only: the output grows linearly
+    with the jobs, and adding or removing another job leaves it as it was. The text the plan came
+    from is not parsed again (:func:`~resumable.profile.profile_data`)."""
+    if not plan.jobs:
+        return {}
+    fix = "Keep the profile file in place while rendering"
+    data: Any = profile_data(text, plan.profile)
+    declared = data.get("jobs") if isinstance(data, dict) else None
+    names = [j.get("name") if isinstance(j, dict) else None for j in declared or []]
+    if names != [j.name for j in plan.jobs]:
+        raise ResumableError("changed while it was planned (its jobs are not the planned ones)", plan.profile, fix)
+    # the top-level keys are block mapping entries at column 0, so the document is the text of each
+    # entry in turn: the shared ones are written once, only ``jobs`` once per job
+    shared = {k: yamlio.dump({k: v}) for k, v in data.items() if k != "jobs"}
+    out: Dict[str, str] = {}
+    for job, item in zip(plan.jobs, declared or []):
+        parts = [shared[k] if k != "jobs" else yamlio.dump({"jobs": [item]}) for k in data]
+        out[job.name] = JOB_PROFILE_HEADER % job.name + "".join(parts)
+    return out
+
+
 def workload_namespaces(plan: Plan) -> List[Obj]:
     names = sorted({j.namespace for j in plan.jobs} - EXISTING_NAMESPACES)
     return recommended_labels([namespace(n, labels=PART_OF) for n in names], "training-namespace")
@@ -120,6 +155,7 @@ def image_build_config_map(job: JobPlan, image: str) -> Obj:
 
 
 def job_objects(plan: Plan, job: JobPlan, image: str, profile_text: str) -> List[Obj]:
+    """The job's objects; ``profile_text``: its own profile (:func:`job_profile_texts`)."""
     return recommended_labels(
         [image_build_config_map(job, image), *jobs.objects(job, image, profile_text)], "training-job", job.name
     )
@@ -135,13 +171,14 @@ def build_deployment(
     """Scheduler stages (see :func:`~resumable.manifests.scheduler.build_stages`), then the
     namespaces of the jobs, the shared storage, and per job its image build spec, ConfigMaps and
     the job. ``job_images``: the reference each job runs (default :func:`default_image`);
-    ``profile_text``: the profile's text for the ConfigMap (default: read from ``plan.profile``)."""
+    ``profile_text``: the profile's text (default: read from ``plan.profile``), from which each
+    job's profile ConfigMap gets that job alone (:func:`job_profile_texts`)."""
     stages = build_stages(plan.scheduler, crd_sources=crd_sources, images=images)
-    text = profile_text if profile_text is not None else read_profile_text(plan)
+    texts = job_profile_texts(plan, profile_text if profile_text is not None else read_profile_text(plan))
     chosen = dict(job_images or {})
     workloads: List[Obj] = []
     for job in plan.jobs:
-        workloads += job_objects(plan, job, chosen.get(job.name) or default_image(plan, job), text)
+        workloads += job_objects(plan, job, chosen.get(job.name) or default_image(plan, job), texts[job.name])
     return Deployment(
         [
             *stages,

@@ -129,6 +129,8 @@ def volcano_job(job: JobPlan, image: str) -> Obj:
 
 
 def config_map(job: JobPlan, cm: ConfigMapPlan, profile_text: str) -> Obj:
+    """``cm`` as a ConfigMap; the one that holds the profile gets ``profile_text``, the job's own
+    profile (:func:`resumable.manifests.deployment.job_profile_texts`)."""
     data = {C.PROFILE_FILE_NAME: profile_text} if cm.holds_profile else dict(cm.data)
     obj: Obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta(cm.name, job.namespace, labels=cm.labels)}
     obj["data"] = data

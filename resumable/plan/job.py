@@ -210,7 +210,8 @@ def config_maps(f: JobFacts) -> List[ConfigMapPlan]:
             {},
             {},
             holds_profile=True,
-            reason="resumable launch plans the job from it (%s)" % C.ENV_RESUMABLE_PROFILE,
+            reason="resumable launch plans the job from it (%s): the profile with this job alone"
+            % C.ENV_RESUMABLE_PROFILE,
         )
     ]
     if needs_reset_config(f):

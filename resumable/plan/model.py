@@ -125,7 +125,8 @@ class ConfigMapPlan(PlanPart):
     name: str
     labels: Dict[str, str]
     data: Dict[str, str]
-    #: filled with the profile's text by the deployment (the plan does not hold it)
+    #: filled by the deployment with the profile holding this job alone (the plan does not hold it;
+    #: manifests.deployment.job_profile_texts)
     holds_profile: bool = False
     reason: str = ""
 

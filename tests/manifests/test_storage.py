@@ -10,7 +10,8 @@ import kubernetes_validate
 import yaml
 
 from resumable.api import load_plan_text
-from resumable.manifests import storage
+from resumable.manifests import build_deployment, storage
+from resumable.manifests.deployment import JOBS_STAGE
 
 PROFILE = """
 cluster: {name: c1, mindcluster: "7.3.0", kubernetes: "1.28"}
@@ -35,6 +36,13 @@ CLASS = "storage_class: cephfs"
 def objects(store: str) -> List[Dict[str, Any]]:
     plan = load_plan_text(PROFILE % store, "<storage>")
     return storage.objects(plan.storage)
+
+
+def job_objects(text: str) -> Dict[str, Dict[str, Any]]:
+    """The objects of every job (image record, ConfigMaps, the job) of profile ``text``, by key."""
+    plan = load_plan_text(text, "<storage>")
+    objs = build_deployment(plan, profile_text=text).stage(JOBS_STAGE).objects
+    return {f"{o['kind']}/{o['metadata']['name']}/{o['metadata'].get('namespace', '')}": o for o in objs}
 
 
 def by(objs: List[Dict[str, Any]], kind: str) -> Dict[str, Dict[str, Any]]:
@@ -84,8 +92,8 @@ def test_no_shared_storage_no_objects() -> None:
 
 def test_adding_a_job_in_front_changes_no_existing_object() -> None:
     """A job whose name, namespace and checkpoint path all sort first is added: every object the
-    existing jobs had stays byte for byte (same name, same NFS directory), so Pulumi updates nothing
-    and no job is handed another job's checkpoints."""
+    existing jobs had stays byte for byte (same name, same NFS directory, the same profile
+    ConfigMap), so Pulumi updates nothing and no job is handed another job's checkpoints."""
     before = {f"{o['kind']}/{o['metadata']['name']}/{o['metadata'].get('namespace', '')}": o for o in objects(NFS)}
     doc = yaml.safe_load(PROFILE % NFS)
     doc["jobs"].insert(
@@ -99,13 +107,21 @@ def test_adding_a_job_in_front_changes_no_existing_object() -> None:
             "ranktable": False,
         },
     )
-    plan = load_plan_text(yaml.safe_dump(doc), "<storage>")
+    text = yaml.safe_dump(doc, sort_keys=False)
+    plan = load_plan_text(text, "<storage>")
     after = {
         f"{o['kind']}/{o['metadata']['name']}/{o['metadata'].get('namespace', '')}": o
         for o in storage.objects(plan.storage)
     }
     for key, obj in before.items():
         assert after[key] == obj, f"{key} changed when a job was added in front"
+    # the jobs' own objects too, their profile ConfigMaps (the profile with the job alone) among them
+    jobs_before = job_objects(PROFILE % NFS)
+    jobs_after = job_objects(text)
+    assert {"ConfigMap/resumable-profile-a/team-a", "ConfigMap/resumable-profile-b/team-b"} <= set(jobs_before)
+    for key, obj in jobs_before.items():
+        assert jobs_after[key] == obj, f"{key} changed when a job was added in front"
+    assert "ConfigMap/resumable-profile-0-first/team-0" in jobs_after
     added = sorted(set(after) - set(before))
     assert added == [
         "PersistentVolume/0-first-checkpoints-team-0/",
