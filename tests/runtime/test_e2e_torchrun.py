@@ -7,6 +7,7 @@ The TaskD path uses the fixture taskd wheel (tests/fixtures/runtime), run.py pat
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -245,3 +246,30 @@ def test_two_nodes_one_manager(tmp_path: Path, torch_site: Path, vendor_site: Pa
     assert init["env"]["MASTER_ADDR"] == "127.0.0.1"
     assert {e["rank"] for e in jobs[0].timeline("worker-start")} == {0}
     assert {e["rank"] for e in jobs[1].timeline("worker-start")} == {1}
+
+
+def test_a_stopped_worker_is_named_as_hung_and_the_training_resumes(tmp_path: Path) -> None:
+    # hang timeout 20 s, below train_ckpt's 60 s gloo timeout: the launcher names the stopped rank
+    # before the healthy peer's collective times out (issue 18: rank 0's timeout blamed rank 0)
+    job = Job(tmp_path, profile_text(npus=2, max_restarts=3, monitor=1, hang_timeout=20))
+    proc = job.start("--steps", "30", "--every", "5", "--step-seconds", "0.1")
+    wait_for(lambda: job.steps() and job.steps()[-1]["step"] >= 8, proc)
+    victim = next(e for e in job.timeline("worker-start") if e["rank"] == 1)
+    stopped = time.time()
+    os.kill(victim["pid"], signal.SIGSTOP)
+    out, _ = proc.communicate(timeout=400)
+    (tmp_path / "launcher.out").write_text(out)
+    assert proc.returncode == 0, out[-3000:]
+    (hang,) = job.timeline("worker-hang")
+    assert (hang["rank"], hang["pid"], hang["restart_count"]) == (1, victim["pid"], 0)
+    assert float(hang["time"]) - stopped >= 20 - 2.5 and hang["action"] == "SIGKILL"
+    # the peer blocked in all_reduce is not blamed: no fault but the hang before the restart
+    restart = job.timeline("restart")[0]
+    assert [f for f in job.timeline("worker-fault") if float(f["time"]) < float(restart["time"])] == []
+    assert restart["fault_ranks"] == [1] and restart["kind"] == "group"
+    progress = read_jsonl(job.progress)
+    (done,) = [e for e in progress if e["event"] == "done"]
+    assert done["step"] == 30 and done["restart"] >= 1
+    summary = cli(["timeline", str(next(job.logs.glob("timeline-*.jsonl"))), "--format", "json"])
+    rec = json.loads(summary.stdout)["recoveries"][0]
+    assert rec["rank"] == 1 and rec["hang"] is True and rec["how"] == "group" and rec["level"] == "job"
