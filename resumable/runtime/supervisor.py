@@ -234,7 +234,8 @@ class Supervisor:
             if message.get("event") == "worker-start":
                 self._worker_started(message)
             elif message.get("event") == "heartbeat":
-                w = self.workers.get(message.get("pid"))  # type: ignore[arg-type]
+                pid = message.get("pid")
+                w = self.workers.get(pid) if isinstance(pid, int) else None
                 if w is not None:
                     w.last_beat = time.monotonic()
 
