@@ -248,6 +248,15 @@ ENV_RESUMABLE_LAUNCHER_PID = "RESUMABLE_LAUNCHER_PID"
 ENV_RESUMABLE_JIT_COMPILE = "RESUMABLE_JIT_COMPILE"
 ENV_RESUMABLE_COMPILE_AFTER = "RESUMABLE_COMPILE_AFTER"
 ENV_RESUMABLE_ATTEMPT_STORE = "RESUMABLE_ATTEMPT_STORE"
+#: seconds between the heartbeats the start-up hook sends from each training process (0 or unset: none)
+ENV_RESUMABLE_HEARTBEAT = "RESUMABLE_HEARTBEAT_SECONDS"
+#: seconds between heartbeats (this project's choice: one tiny datagram, negligible next to a training step)
+HEARTBEAT_SECONDS = 2.0
+#: the least hang timeout the plan derives: a heavily loaded node (a 2-core CI machine running the test
+#: suite, a node importing torch in every process at once) must not look hung (PROJECT)
+HANG_FLOOR_SECONDS = 60
+#: CANN's HCCL_EXEC_TIMEOUT when unset (A2; HA-CANN-EXEC)
+HCCL_EXEC_TIMEOUT_DEFAULT = 1836
 #: torch's agent-store flag and the per-attempt key prefix MindCluster uses for torch >= 2.6
 #: (HA72-075 rendezvous.py edit; TaskD torch_patch.py)
 ENV_TORCHELASTIC_USE_AGENT_STORE = "TORCHELASTIC_USE_AGENT_STORE"

@@ -392,6 +392,17 @@ class Recovery:
             maximum=3600,
         ),
     )
+    hang_timeout: Optional[int] = field(
+        default=None,
+        metadata=spec(
+            "Seconds without a heartbeat from a training process before resumable launch records it as hung "
+            "and kills it, so the agent's recovery takes over; null = derived by the plan (at least 60, "
+            "below the HCCL execution timeout where it can be; docs/runtime.md). The range 10 to 86400 is "
+            "this project's limit (PROJECT).",
+            minimum=10,
+            maximum=86400,
+        ),
+    )
     sub_health: SubHealth = field(
         default="ignore",
         metadata=spec(

@@ -494,3 +494,36 @@ def test_mindspore_graph_cache_lives_on_shared_storage() -> None:
     job = plan.jobs[0]
     assert env_of(job)["MS_COMPILER_CACHE_PATH"] == "/job/op_cache/ms"
     assert [v.mount_path for v in job.volumes if v.name == "op-cache"] == ["/job/op_cache"]
+
+
+def _hang(plan: Plan) -> Any:
+    launcher = plan.jobs[0].launcher
+    (note,) = [n for n in launcher.notes if "heartbeat" in n.text]
+    return launcher.hang_timeout, note.text
+
+
+def test_hang_timeout_is_derived_from_the_floor_and_the_monitor_interval() -> None:
+    # the example: monitor_interval 1, so the floor (60 s) decides; HCCL_EXEC_TIMEOUT is far above it
+    seconds, text = _hang(plan_of("pytorch-process-recovery.yaml"))
+    assert seconds == 60 and "HCCL_EXEC_TIMEOUT" not in text
+    assert plan_of("pytorch-process-recovery.yaml").jobs[0].launcher.heartbeat_seconds == 2.0
+    # a slow agent tick raises it: three monitor intervals
+    seconds, _ = _hang(variant("pytorch-process-recovery.yaml", jobs__0__recovery__monitor_interval=40))
+    assert seconds == 120
+    # unset monitor interval (torch's 0.1 s default): the floor
+    doc = yaml.safe_load((EXAMPLES / "pytorch-process-recovery.yaml").read_text())
+    doc["jobs"][0]["recovery"].pop("monitor_interval", None)
+    unset = build_plan(parse_profile(yaml.safe_dump(doc), "x"), "x")
+    assert _hang(unset)[0] == 60
+
+
+def test_hang_timeout_from_the_profile_and_the_collective_timeout_note() -> None:
+    seconds, text = _hang(variant("pytorch-process-recovery.yaml", jobs__0__recovery__hang_timeout=25))
+    assert seconds == 25 and "recovery.hang_timeout" in text
+    # a collective timeout at or below the hang timeout: the peers fail first, and the note says so
+    _, text = _hang(variant("pytorch-process-recovery.yaml", jobs__0__hccl__exec_timeout=60))
+    assert "HCCL_EXEC_TIMEOUT 60 s ends the peers' collective first" in text
+    _, text = _hang(variant("pytorch-process-recovery.yaml", jobs__0__hccl__exec_timeout=0))
+    assert "HCCL_EXEC_TIMEOUT" not in text  # 0 = never
+    refused = variant("pytorch-process-recovery.yaml", jobs__0__recovery__hang_timeout=5)
+    assert "jobs[0].recovery.hang_timeout" in errors_of(refused)["value-range"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from .. import constants as C
 from .. import releases as R
@@ -35,6 +35,36 @@ def mindio_ttp_port(f: JobFacts) -> Optional[int]:
     if (uses_mindio_ttp(f) or "dump" in f.strategies) and f.job.recovery.ttp_port is not None:
         return f.job.recovery.ttp_port
     return None
+
+
+def hang_timeout(f: JobFacts) -> Tuple[int, Note]:
+    """Seconds without a heartbeat before the launcher takes a training process for hung, and why.
+
+    The profile's ``recovery.hang_timeout`` when set. Otherwise the larger of the floor
+    (C.HANG_FLOOR_SECONDS: a healthy process on a loaded node, importing torch or starved of CPU, must
+    never look hung) and three agent monitor intervals (the agent's own tick, torch's 0.1 s counted as
+    1 s). It should stay below the collective timeout (HCCL_EXEC_TIMEOUT, CANN's 1836 s when unset,
+    0 = never): the hung rank's peers wait in a collective, and when their timeout ends the job first
+    the healthy peer is the one that fails; the floor is kept even then, and the note says so."""
+    job = f.job
+    r = job.recovery
+    execute = job.hccl.exec_timeout if job.hccl.exec_timeout is not None else C.HCCL_EXEC_TIMEOUT_DEFAULT
+    if r.hang_timeout is not None:
+        seconds = r.hang_timeout
+        why = "recovery.hang_timeout"
+    else:
+        seconds = max(C.HANG_FLOOR_SECONDS, 3 * (r.monitor_interval or 1))
+        why = "the larger of %d s and 3 x the monitor interval" % C.HANG_FLOOR_SECONDS
+    text = (
+        "a training process without a heartbeat for %d s (%s; one every %g s from the start-up hook) is "
+        "recorded as hung and killed, so the agent's recovery takes over" % (seconds, why, C.HEARTBEAT_SECONDS)
+    )
+    if 0 < execute <= seconds:
+        text += (
+            "; HCCL_EXEC_TIMEOUT %d s ends the peers' collective first, so a hang shows as their fault: set "
+            "recovery.hang_timeout below it" % execute
+        )
+    return seconds, Note(text, "PROJECT; HA-CANN-EXEC; MC:component/taskd/taskd/python/adaptor/patch/torch_patch.py")
 
 
 def build_launcher(f: JobFacts, log_root: str = C.JOB_LOG_ROOT) -> LauncherPlan:
@@ -125,6 +155,8 @@ def build_launcher(f: JobFacts, log_root: str = C.JOB_LOG_ROOT) -> LauncherPlan:
                 "MC:component/taskd/taskd/python/adaptor/patch/torch_patch.py",
             )
         )
+    hang_seconds, hang_note = hang_timeout(f)
+    notes.append(hang_note)
     jit: Optional[bool] = {"binaries": False, "cache": True}.get(job.compile.mode)
     call: Optional[str] = None
     if jit is not None:
@@ -151,4 +183,6 @@ def build_launcher(f: JobFacts, log_root: str = C.JOB_LOG_ROOT) -> LauncherPlan:
         attempt_store_prefix=attempt_store,
         ttp_port=mindio_ttp_port(f),
         nodes=job.nodes,
+        hang_timeout=hang_seconds,
+        heartbeat_seconds=C.HEARTBEAT_SECONDS,
     )

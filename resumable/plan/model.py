@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict, List, Optional
 
+from .. import constants as C
 from ..choices import (
     Arch,
     Chip,
@@ -257,6 +258,10 @@ class LauncherPlan(PlanPart):
     ttp_port: Optional[int] = None
     #: pods of the job (one node each): the msrun node ranks the launcher accepts are 0..nodes-1
     nodes: int = 1
+    #: seconds without a heartbeat before the launcher records a training process as hung and kills it
+    #: (plan.launcher.hang_timeout), and the heartbeat period of the start-up hook
+    hang_timeout: int = C.HANG_FLOOR_SECONDS
+    heartbeat_seconds: float = C.HEARTBEAT_SECONDS
 
 
 @dataclasses.dataclass

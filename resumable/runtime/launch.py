@@ -89,6 +89,8 @@ class LaunchSpec:
     warnings: List[str]
     #: directories the launch creates with mode 0750 before anything starts (TaskD's log directory)
     private_dirs: List[str] = dataclasses.field(default_factory=list)
+    #: seconds without a heartbeat before a training process is taken for hung (plan.launcher.hang_timeout)
+    hang_timeout: float = float(C.HANG_FLOOR_SECONDS)
 
     @property
     def timeline_path(self) -> str:
@@ -303,6 +305,11 @@ def build_spec(
         )
         export(C.ENV_RESUMABLE_COMPILE_AFTER, after, "made right after the training script imports %s" % after)
 
+    export(
+        C.ENV_RESUMABLE_HEARTBEAT,
+        "%g" % launcher.heartbeat_seconds,
+        "each training process sends a heartbeat; silent for %d s = hung (plan hang_timeout)" % launcher.hang_timeout,
+    )
     if launcher.attempt_store_prefix:
         export(
             C.ENV_RESUMABLE_ATTEMPT_STORE,
@@ -372,6 +379,7 @@ def build_spec(
         problems=problems,
         warnings=warnings,
         private_dirs=private,
+        hang_timeout=float(launcher.hang_timeout),
     )
 
 

@@ -23,6 +23,9 @@
   launcher starved of CPU for a whole monitor interval can miss that window: the process then
   shows as ``worker-end``, and when the agent restarts the group it is logged as the fault with
   ``inferred: true`` and no exit code.)
+- Each training process sends a heartbeat every plan.launcher.heartbeat_seconds (start-up hook); one
+  silent for the plan's hang timeout (a SIGSTOPped or wedged process) is recorded as ``worker-hang``,
+  the fault of its generation with its rank, and SIGKILLed, so the agent recovers it as a crash.
 - The exit code is the training's: 0 on success; otherwise the exit code of the worker whose
   failure ended the job (128 + N for a worker killed by signal N, as a shell reports it, so that
   restartPolicy ExitCode can tell a crash from a user error), else the agent's; 128 + N when the
@@ -59,6 +62,9 @@ POLL_SECONDS = 0.02
 MANAGER_STOP_SECONDS = 10.0
 #: leftover descendants get this long after SIGTERM before SIGKILL
 SWEEP_SECONDS = 2.0
+#: a launcher loop that did not run for this long restarts every hang watch (its own heartbeat view
+#: is incomplete; the socket queue holds only a few datagrams)
+HANG_GAP_SECONDS = 5.0
 PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -137,6 +143,9 @@ class Worker:
     #: the worker generation it belongs to (one more at each restart, in place or of the group)
     generation: int = 0
     done: bool = False
+    #: time.monotonic() of its last heartbeat; None until the first (only a beating process is watched)
+    last_beat: Optional[float] = None
+    hung: bool = False
 
 
 def send(pid: int, signum: int) -> None:
@@ -187,6 +196,8 @@ class Supervisor:
         self.stop_reason: Optional[str] = None
         self.manager_lost = False
         self.sock: Optional[socket.socket] = None
+        #: when the hang check last ran (a launcher that was not running cannot have seen heartbeats)
+        self.last_hang_check: Optional[float] = None
         self.timeline: Optional[TimelineWriter] = None
 
     # --- events --------------------------------------------------------------------------------------
@@ -218,8 +229,15 @@ class Supervisor:
                 message = json.loads(data.decode("utf-8"))
             except ValueError:
                 continue
-            if isinstance(message, dict) and message.get("event") == "worker-start":
+            if not isinstance(message, dict):
+                continue
+            if message.get("event") == "worker-start":
                 self._worker_started(message)
+            elif message.get("event") == "heartbeat":
+                pid = message.get("pid")
+                w = self.workers.get(pid) if isinstance(pid, int) else None
+                if w is not None:
+                    w.last_beat = time.monotonic()
 
     def _worker_started(self, m: Dict[str, Any]) -> None:
         try:
@@ -320,6 +338,51 @@ class Supervisor:
             self.fault_time = time.time()
             self.last_fault, self.last_fault_code = w, code
         self._log(kind, rank=w.rank, exit_code=code, restart_count=w.restart_count, pid=w.pid, generation=w.generation)
+
+    def _check_hangs(self) -> None:
+        """A training process silent for the plan's hang timeout is hung: recorded as the fault (its rank
+        named, before a healthy peer's collective timeout blames that peer) and SIGKILLed, the signal a
+        stopped process cannot ignore and the one TaskD's agent stops ranks with (MC@v7.3.0
+        taskd/python/adaptor/patch/torch_patch.py:79-99), so the agent sees the rank fail and its
+        recovery (in place or of the group) takes over, as for a crash."""
+        timeout = self.spec.hang_timeout
+        now = time.monotonic()
+        last, self.last_hang_check = self.last_hang_check, now
+        if timeout <= 0 or self.stop_reason is not None or self.ending:
+            return
+        if last is None or now - last > HANG_GAP_SECONDS:
+            # the launcher itself did not run (starved of CPU, suspended): its socket queue may have
+            # dropped beats, so silence is not evidence; every watch starts again from now
+            for w in self.workers.values():
+                if w.last_beat is not None:
+                    w.last_beat = now
+            return
+        for w in list(self.workers.values()):
+            if w.done or w.hung or w.last_beat is None or now - w.last_beat <= timeout:
+                continue
+            w.hung = True
+            self._log(
+                "worker-hang",
+                rank=w.rank,
+                restart_count=w.restart_count,
+                pid=w.pid,
+                generation=w.generation,
+                silent_seconds=round(now - w.last_beat, 3),
+                hang_timeout=timeout,
+                action="SIGKILL",
+            )
+            _say(
+                "rank %s (pid %d) sent no heartbeat for %.0f s (hang timeout %.0f s): taken for hung and killed "
+                "so that the agent recovers it" % (w.rank, w.pid, now - w.last_beat, timeout)
+            )
+            if self.fault_time is None:
+                self.faulted.add(w.generation)
+                self.fault_ranks = {w.rank}
+                self.fault_time = time.time()
+                self.last_fault, self.last_fault_code = w, -signal.SIGKILL
+            else:
+                self.fault_ranks.add(w.rank)
+            send(w.pid, signal.SIGKILL)
 
     def _poll_workers(self) -> None:
         for w in list(self.workers.values()):
@@ -513,6 +576,7 @@ class Supervisor:
                 self._forward()
                 self._reap()
                 self._poll_workers()
+                self._check_hangs()
                 if self.deadline is not None and not self.killed and time.monotonic() >= self.deadline:
                     self.killed = True
                     self._kill_all("grace period of %.0f s over" % spec.grace_seconds)

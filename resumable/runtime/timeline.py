@@ -13,6 +13,9 @@ worker-fault    the first training process of a generation that ended abnormally
 worker-stop     another process ended while that fault was being recovered, or a process of a faulted
                 generation ended later (stopped by the agent, or at shutdown; its exit code is null
                 when the agent reaped it before the launcher looked)
+worker-hang     a training process sent no heartbeat for the plan's hang timeout (``silent_seconds``,
+                ``hang_timeout``): the fault of its generation, its rank named; the launcher SIGKILLs it
+                (``action``) so that the agent recovers it
 worker-exit     a training process ended with 0
 worker-end      a training process was gone before its status could be read
 restart         the first process of the next generation started: ``seconds`` since the fault; ``kind``
@@ -143,6 +146,8 @@ class Recovery:
     level: Optional[str]
     budget_restart: Optional[float]
     budget_total: Optional[float]
+    #: the fault was a hang (``worker-hang``: no heartbeat for the plan's hang timeout), not an exit
+    hang: bool = False
 
     @property
     def seconds(self) -> Optional[float]:
@@ -173,11 +178,20 @@ def recoveries(events: List[Dict[str, Any]]) -> List[Recovery]:
         if kind == "launch":
             header = e
             session += 1
-        elif kind == "worker-fault":
+        elif kind in ("worker-fault", "worker-hang"):
             if pending is not None and pending.restart_time is None:
                 out.append(pending)
             pending = Recovery(
-                float(e["time"]), e.get("rank"), e.get("exit_code"), e.get("restart_count"), "", None, None, None, None
+                float(e["time"]),
+                e.get("rank"),
+                e.get("exit_code"),
+                e.get("restart_count"),
+                "",
+                None,
+                None,
+                None,
+                None,
+                hang=kind == "worker-hang",
             )
             fault_session = session
         elif kind == "restart" and pending is not None and pending.restart_time is None and e.get("kind"):
@@ -262,7 +276,7 @@ def render(path: str, events: List[Dict[str, Any]], show_events: bool = False) -
             % (
                 "+%.2fs" % (r.fault_time - start),
                 "-" if r.rank is None else r.rank,
-                "-" if r.exit_code is None else r.exit_code,
+                "hang" if r.hang else "-" if r.exit_code is None else r.exit_code,
                 r.how or "none",
                 _fmt(r.seconds),
                 _fmt(r.budget_restart) + verdict,

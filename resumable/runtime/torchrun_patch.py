@@ -13,16 +13,26 @@ such line (torch 2.13's run.py has no ``import logging``). Here:
 - the module to import must be installed, the anchor must be a top-level line of run.py, and after
   the edit ``import torch.distributed.run`` must succeed in a fresh interpreter, otherwise the file
   is put back as it was and the command fails;
+- then a one-process job runs through the patched torchrun on the CPU (gloo: init, one all_reduce),
+  with a TaskD Manager beside it when the patch is TaskD's (its agent starts workers only on the
+  Manager's command, MC@v7.3.0 framework/agent/pt_agent/pt_agent.py:156-171), bounded by
+  SMOKE_TIMEOUT; a failure restores the file and names both versions;
 - ``--undo`` removes the line again, giving back the original bytes.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
-from typing import List, NamedTuple, Optional, Sequence, Tuple
+import time
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from .. import constants as C
 from ..errors import ResumableError
@@ -64,6 +74,24 @@ if missing:
         getattr(torch, "__version__", "?"), ", ".join(k + "=" for k in missing), sys.argv[1], other,
         getattr(api.launch_agent, "__module__", "?")))
     sys.exit(1)
+"""
+
+
+#: the one-process job through the patched torchrun (torch import, rendezvous, TaskD's agent start-up,
+#: one all_reduce) must end within this many seconds; a loaded build machine needs a margin
+SMOKE_TIMEOUT = 240.0
+
+#: the training process of the one-process job: gloo, one all_reduce, the result written to argv[1]
+SMOKE_WORKER = """
+import sys
+import torch
+import torch.distributed as dist
+dist.init_process_group("gloo")
+t = torch.ones(1)
+dist.all_reduce(t)
+dist.destroy_process_group()
+with open(sys.argv[1], "w") as out:
+    out.write("%g" % t.item())
 """
 
 
@@ -192,6 +220,99 @@ def _check_launch(package: str) -> Tuple[bool, str]:
     return proc.returncode == 0, " | ".join(text[-2:]) if text else "exit code %d" % proc.returncode
 
 
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _end(proc: subprocess.Popen[bytes], seconds: float) -> None:
+    """Stop ``proc`` and everything below it: SIGTERM, SIGKILL after ``seconds``."""
+    from .supervisor import descendants, send
+
+    if proc.poll() is None:
+        send(proc.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=seconds)
+    for pid in [proc.pid, *descendants(proc.pid)]:
+        send(pid, signal.SIGKILL)
+    proc.wait()
+
+
+def _tail(path: str, lines: int = 3) -> str:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(0, os.path.getsize(path) - 4096))
+            rows = handle.read().decode("utf-8", "replace").strip().splitlines()
+    except OSError:
+        return ""
+    return " | ".join(rows[-lines:])
+
+
+def smoke_job(package: str, run_py: str, timeout: Optional[float] = None) -> Tuple[bool, str]:
+    """Run a one-process gloo job through the patched torchrun (``python -m torch.distributed.run``,
+    a static rendezvous on 127.0.0.1 as ``resumable launch`` gives it), with the TaskD Manager and
+    libtaskd.so preloaded when ``package`` is taskd. Nothing is left running; bounded by ``timeout``."""
+    if not os.path.isfile(os.path.join(os.path.dirname(run_py), "launcher", "api.py")):
+        return True, "no elastic launcher in this torch: no job to run"
+    work = tempfile.mkdtemp(prefix="resumable-patch-check-")
+    procs: List[subprocess.Popen[bytes]] = []
+    try:
+        env: Dict[str, str] = dict(os.environ)
+        env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()))
+        if package == "taskd":
+            lib = installed.libtaskd_path()
+            if lib is not None and os.path.isfile(lib):
+                env[C.ENV_LD_PRELOAD] = ":".join([lib] + [p for p in env.get(C.ENV_LD_PRELOAD, "").split(":") if p])
+            env[C.ENV_TASKD_LOG_PATH] = os.path.join(work, "taskd")
+            os.mkdir(env[C.ENV_TASKD_LOG_PATH], 0o750)
+            os.chmod(env[C.ENV_TASKD_LOG_PATH], 0o750)
+            config = {"job_id": "resumable-patch-check", "node_nums": 1, "proc_per_node": 1}
+            with open(os.path.join(work, "manager.log"), "wb") as log:
+                procs.append(
+                    subprocess.Popen(
+                        [sys.executable, "-m", "resumable.runtime.taskd_manager", json.dumps(config)],
+                        env=env,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
+                )
+        worker = os.path.join(work, "worker.py")
+        result = os.path.join(work, "result")
+        with open(worker, "w", encoding="utf-8") as handle:
+            handle.write(SMOKE_WORKER)
+        argv = [sys.executable, "-m", RUN_MODULE, "--nnodes=1", "--node_rank=0", "--nproc_per_node=1"]
+        argv += ["--master_addr=127.0.0.1", "--master_port=" + env["MASTER_PORT"], worker, result]
+        with open(os.path.join(work, "torchrun.log"), "wb") as log:
+            run = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        procs.append(run)
+        timeout = SMOKE_TIMEOUT if timeout is None else timeout
+        end = time.monotonic() + timeout
+        while run.poll() is None and time.monotonic() < end:
+            time.sleep(0.1)
+        code = run.poll()
+        if code is None:
+            why = "did not end within %.0f s" % timeout
+        elif code != 0:
+            why = "ended with exit code %d" % code
+        elif not os.path.isfile(result):
+            why = "ended without running its training process"
+        else:
+            return True, "a one-process gloo job ran through it"
+        output = _tail(os.path.join(work, "torchrun.log"))
+        if package == "taskd":
+            manager = _tail(os.path.join(work, "manager.log"), 2)
+            output += (" | TaskD Manager: " + manager) if manager else ""
+        return False, "a one-process gloo job through it %s (%s)" % (why, output or "no output")
+    except OSError as exc:
+        return False, "the one-process job could not start (%s)" % exc
+    finally:
+        for proc in procs:
+            _end(proc, 5.0)
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def patch(line: str, anchor: str, path: Optional[str] = None) -> PatchResult:
     """Make run.py carry ``line`` exactly once and verify that torch's launcher still imports."""
     run_py = path or locate_run_py()
@@ -229,7 +350,16 @@ def patch(line: str, anchor: str, path: Optional[str] = None) -> PatchResult:
             run_py,
             "Use a %s release that supports this torch, or the torch version it supports (jobs[].image.torch)." % top,
         )
-    what = "`import %s` works and its launch_agent takes what torch passes" % RUN_MODULE
+    ok, ran = smoke_job(top, run_py)
+    if not ok:
+        _write(run_py, original)
+        raise ResumableError(
+            "after adding `%s`, torch %s with %s %s cannot run a job: %s; the file was restored"
+            % (line, installed.dist_version("torch") or "?", top, installed.dist_version(top) or "?", ran),
+            run_py,
+            "Use a %s release that supports this torch, or the torch version it supports (jobs[].image.torch)." % top,
+        )
+    what = "`import %s` works, its launch_agent takes what torch passes, %s" % (RUN_MODULE, ran)
     return PatchResult(run_py, True, "%s: %s; %s" % (run_py, "; ".join(done), what))
 
 

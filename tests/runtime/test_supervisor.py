@@ -382,3 +382,77 @@ def test_in_place_restarts_are_seen_by_process_not_by_restart_count(tmp_path: Pa
     assert [e["generation"] for e in events if e["event"] == "worker-start"] == [0, 0, 1, 2, 3, 3]
     assert [r.how for r in recoveries(events)] == ["in place", "in place", "group"]
     assert sup.exit_code() != 0
+
+
+def _watched(sup: Any, pid: int, rank: int, silent: float) -> Any:
+    from resumable.runtime.supervisor import Worker
+
+    w = Worker(pid, rank, rank, 0, None, last_beat=time.monotonic() - silent)
+    sup.workers[pid] = w
+    return w
+
+
+def test_hang_detection_logic() -> None:
+    from types import SimpleNamespace
+
+    from resumable.runtime.supervisor import HANG_GAP_SECONDS, Supervisor
+
+    sup = Supervisor(SimpleNamespace(hang_timeout=5.0))  # type: ignore[arg-type]
+    victim = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        hung = _watched(sup, victim.pid, 1, silent=6.0)
+        healthy = _watched(sup, 999999, 0, silent=1.0)
+        quiet = _watched(sup, 999998, 2, silent=60.0)
+        quiet.last_beat = None  # never sent a heartbeat (a hook that could not start its thread): not watched
+        # the first look, and a look after the launcher itself did not run: silence is no evidence
+        sup._check_hangs()
+        assert not hung.hung and hung.last_beat is not None and time.monotonic() - hung.last_beat < 1
+        hung.last_beat = time.monotonic() - 6.0
+        sup.last_hang_check = time.monotonic() - HANG_GAP_SECONDS - 1
+        sup._check_hangs()
+        assert not hung.hung
+        hung.last_beat = time.monotonic() - 6.0
+        sup._check_hangs()
+        assert hung.hung and not healthy.hung and not quiet.hung
+        assert sup.fault_ranks == {1} and sup.last_fault is hung and sup.last_fault_code == -signal.SIGKILL
+        assert victim.wait(timeout=30) == -signal.SIGKILL
+        # recorded once; a second silent rank during that recovery joins the fault's ranks
+        healthy.last_beat = time.monotonic() - 6.0
+        sup._check_hangs()
+        assert healthy.hung and sup.fault_ranks == {0, 1}
+        # while the launcher stops the training, nothing is taken for hung
+        late = _watched(sup, 999997, 3, silent=60.0)
+        sup.stop_reason = "SIGTERM received"
+        sup._check_hangs()
+        assert not late.hung
+    finally:
+        with contextlib.suppress(OSError):
+            victim.kill()
+        victim.wait()
+
+
+def test_a_stopped_worker_is_recorded_as_hung_and_killed_so_the_agent_restarts_it(tmp_path: Path) -> None:
+    pod = Pod(tmp_path, profile_text(max_restarts=2, monitor=1, torch="2.1.0", hang_timeout=12))
+    proc = pod.start("--steps", "4000")
+    try:
+        wait_for(lambda: pod.logs.exists() and len(pod.events("worker-start")) == 2)
+        victim = next(e for e in pod.events("worker-start") if e["rank"] == 1)
+        time.sleep(3)  # a few heartbeats first
+        stopped = time.time()
+        os.kill(int(victim["pid"]), signal.SIGSTOP)
+        wait_for(lambda: pod.events("restart"), timeout=180)
+        (hang,) = pod.events("worker-hang")
+        assert (hang["rank"], hang["pid"], hang["restart_count"]) == (1, victim["pid"], 0)
+        assert hang["hang_timeout"] == 12 and float(hang["silent_seconds"]) > 12
+        assert float(hang["time"]) - stopped >= 12 - 2.5  # not before the timeout (less one beat's slack)
+        assert pod.events("worker-fault") == []  # the healthy peer is not blamed
+        (restart,) = pod.events("restart")
+        assert restart["fault_ranks"] == [1] and restart["kind"] == "group"
+        text = cli(["timeline", str(pod.timeline), "--format", "json"]).stdout
+        (rec,) = json.loads(text)["recoveries"]
+        assert rec["rank"] == 1 and rec["hang"] is True and rec["how"] == "group"
+        assert "hang" in cli(["timeline", str(pod.timeline)]).stdout
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM

@@ -4,6 +4,7 @@ and against the real installed torch (copied by hard links, so the installed one
 from __future__ import annotations
 
 import hashlib
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from resumable import constants as C
 from resumable.errors import ResumableError
 from resumable.runtime import installed
 from resumable.runtime import torchrun_patch as tp
+from resumable.runtime.supervisor import proc_stat
 
 from .conftest import EXAMPLES, RUN_PY, clean_env, cli, fake_torch_layout, profile_text, python_path, read_jsonl, write
 
@@ -153,8 +155,18 @@ def test_real_torch_patch_is_idempotent_verified_and_reversible(
     assert tp.count_line(text, TASKD) == 1
     assert text.index(TASKD) < text.index("\nimport os\n")
     assert run_py.stat().st_ino != inode, "the installed torch's file (same inode) must not be edited in place"
-    # the verification imported torch.distributed.run (import check, launch check): the adaptor twice
-    assert [c["call"] for c in read_jsonl(fixture_log)].count("patch") == 2
+    # the verification imported torch.distributed.run (import check, launch check, the one-process job)
+    calls = read_jsonl(fixture_log)
+    assert [c["call"] for c in calls].count("patch") == 3
+    # the job ran through TaskD's agent: a Manager beside it (libtaskd.so preloaded), which started it
+    assert "a one-process gloo job ran through it" in first.stdout
+    (init,) = [c for c in calls if c["call"] == "init_taskd_manager"]
+    assert init["result"] is True and init["config"]["node_nums"] == 1 and init["config"]["proc_per_node"] == 1
+    assert any(c["call"] == "agent-recv" for c in calls) and any(c["call"] == "launch_agent" for c in calls)
+    # nothing of it is left running: the Manager, the agent and the worker are gone
+    pids = {int(c["pid"]) for c in calls if c["call"] in ("init_taskd_manager", "launch_agent", "preload")}
+    stats = [proc_stat(p) for p in pids]
+    assert pids and [st for st in stats if st is not None and st.state != "Z"] == []
 
     patched = sha(run_py)
     second = cli(["image", "patch-torchrun", "--profile", str(profile)], env, timeout=300)
@@ -166,7 +178,7 @@ def test_real_torch_patch_is_idempotent_verified_and_reversible(
         [sys.executable, "-m", "torch.distributed.run", "--help"], env=env, stdout=subprocess.PIPE, timeout=300
     )
     assert help_run.returncode == 0
-    assert [c["call"] for c in read_jsonl(fixture_log)].count("patch") == 3
+    assert [c["call"] for c in read_jsonl(fixture_log)].count("patch") == 4
 
     undone = cli(["image", "patch-torchrun", "--profile", str(profile), "--undo"], env)
     assert undone.returncode == 0 and "removed" in undone.stdout
@@ -211,3 +223,52 @@ def test_real_torch_refuses_the_elastic_agent_anchor(tmp_path: Path, torch_site:
     assert proc.returncode == 2, proc.stdout
     assert "has no top-level `import logging` line" in proc.stderr
     assert "jobs[].image.torch" in proc.stderr
+
+
+def _launch_breaking_vendor(site: Path, body: str) -> str:
+    """A package (not a vendor double: made up here) whose run.py patch imports and takes every keyword
+    torch passes launch_agent, but whose launch_agent then does ``body``: what only running a job shows."""
+    write(
+        site / "launchvendor" / "patch.py",
+        "import os, sys, time\nimport torch.distributed.launcher.api as api\n"
+        "def launch_agent(config, entrypoint, args, **kwargs):\n"
+        "    open(os.environ['LAUNCHVENDOR_PIDS'], 'a').write('%%d\\n' %% os.getpid())\n"
+        "%s\napi.launch_agent = launch_agent\n" % body,
+    )
+    write(site / "launchvendor" / "__init__.py", "")
+    write(
+        site / "launchvendor-1.2.3.dist-info" / "METADATA",
+        "Metadata-Version: 2.1\nName: launchvendor\nVersion: 1.2.3\n",
+    )
+    return "import launchvendor.patch"
+
+
+@pytest.mark.parametrize(
+    "body, why",
+    [
+        ("    raise RuntimeError('no workers on this torch')", r"ended with exit code 1 \(.*no workers on this torch"),
+        ("    time.sleep(3600)", r"did not end within 8 s"),
+    ],
+)
+def test_a_patch_that_cannot_run_a_job_is_rolled_back_naming_both_versions(
+    tmp_path: Path, torch_site: Path, monkeypatch: pytest.MonkeyPatch, body: str, why: str
+) -> None:
+    site = tmp_path / "vendor"
+    line = _launch_breaking_vendor(site, body)
+    pids = tmp_path / "agent-pids"
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.syspath_prepend(str(torch_site))
+    monkeypatch.setenv("PYTHONPATH", python_path(torch_site, site))
+    monkeypatch.setenv("LAUNCHVENDOR_PIDS", str(pids))
+    monkeypatch.setattr(tp, "SMOKE_TIMEOUT", 8.0)
+    run_py = torch_site / "torch" / "distributed" / "run.py"
+    before = sha(run_py)
+    with pytest.raises(ResumableError) as info:
+        tp.patch(line, "import os", str(run_py))
+    text = str(info.value)
+    assert re.search(r"torch 2\.13\.0\S* with launchvendor 1\.2\.3 cannot run a job", text), text
+    assert re.search(why, text) and "the file was restored" in text, text
+    assert sha(run_py) == before
+    (agent,) = [int(p) for p in pids.read_text().split()]
+    st = proc_stat(agent)
+    assert st is None or st.state == "Z", "the job's agent was left running"

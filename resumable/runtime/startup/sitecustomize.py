@@ -4,7 +4,9 @@ Python imports ``sitecustomize`` at start-up, before the training script runs. T
 
 1. in a training process (a grandchild of the launcher: launcher -> torchrun/msrun agent -> worker),
    sends one datagram to the launcher: pid, rank, local rank, TORCHELASTIC_RESTART_COUNT. The
-   launcher writes it to the recovery timeline and watches the pid to see when it ends;
+   launcher writes it to the recovery timeline and watches the pid to see when it ends; then a daemon
+   thread sends a heartbeat datagram every ``$RESUMABLE_HEARTBEAT_SECONDS``, so the launcher sees a
+   process that stops running (SIGSTOP, a wedged interpreter) as hung;
 2. when the plan asks for it (torch >= 2.6), gives each restart attempt's workers their own key
    prefix on the agent's TCPStore once ``torch.distributed.rendezvous`` is imported (the edit
    MindCluster's 7.2 guide makes to rendezvous.py, HA72-075);
@@ -72,6 +74,34 @@ def _report(C: Any, address: str) -> None:
         sock.sendto(json.dumps(message).encode("utf-8"), address)
     finally:
         sock.close()
+
+
+def _beat(address: str, period: float) -> None:
+    """The heartbeat thread's loop: one small datagram every ``period`` seconds, never blocking (a full
+    queue drops the beat) and never raising. A SIGSTOPped or wedged process (the GIL held for good)
+    sends none, which is how the launcher sees it hang."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.setblocking(False)
+    data = json.dumps({"event": "heartbeat", "pid": os.getpid()}).encode("utf-8")
+    while True:
+        with contextlib.suppress(OSError):
+            sock.sendto(data, address)
+        time.sleep(period)
+
+
+def _start_heartbeat(address: str, period: Optional[float]) -> None:
+    if period is None or not period > 0:
+        return
+    import threading
+
+    threading.Thread(target=_beat, args=(address, period), name="resumable-heartbeat", daemon=True).start()
+
+
+def _float(value: Optional[str]) -> Optional[float]:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
 
 
 class _Wrapped(importlib.abc.Loader):
@@ -178,6 +208,8 @@ def _main() -> None:
     if address and worker:
         with contextlib.suppress(OSError):
             _report(C, address)
+        with contextlib.suppress(Exception):
+            _start_heartbeat(address, _float(env.get(C.ENV_RESUMABLE_HEARTBEAT)))
     if env.get(C.ENV_RESUMABLE_ATTEMPT_STORE) == "1" and env.get(C.ENV_TORCHELASTIC_RESTART_COUNT) is not None:
         sys.meta_path.insert(
             0,
