@@ -17,7 +17,7 @@ import runpy
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, List, Tuple
+from typing import Any, List, Set, Tuple
 
 import pytest
 
@@ -122,7 +122,7 @@ def test_node_copy_needs_only_the_standard_library_of_python_37() -> None:
     3.7, the oldest Python its ``from __future__ import annotations`` allows)."""
     text = MODULE_UTILS.read_text(encoding="utf-8")
     tree = ast.parse(text, feature_version=(3, 7))
-    imported = set()
+    imported: Set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             imported.update(a.name.split(".")[0] for a in node.names)
@@ -142,7 +142,7 @@ _UNICODE_DIGITS = ["\uff17", "\u0663", "\u00b2", "\u2460", "\u0e53", "\U0001d7d9
 
 
 def _adversarial() -> List[str]:
-    bases = list(tables.STYLES) + ["7.3.0", "6.0.RC2", "2.3.0rc1", "1.0a1", "8.0.RC3.alpha002", "v7.3.0", "7.3.0.B080"]
+    bases = [*tables.STYLES, "7.3.0", "6.0.RC2", "2.3.0rc1", "1.0a1", "8.0.RC3.alpha002", "v7.3.0", "7.3.0.B080"]
     out = ["", " ", "\n", "+", "v", "V", ".", "-", "_", "+cpu", "v+", "7.3.0+", "7.3.0+ ", "7.3.0+\n"]
     for base in bases:
         for odd in _ODD:
@@ -184,7 +184,8 @@ def test_adversarial_strings_order_alike() -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["7.3\n.0", "7\n.3.0", "6.0.RC2\n.1", "7.3.0.B080\n.1", "\uff17.3.0", "7.\u0663.0", "v\u00b2", "7.3.0\u2003.1"]
+    "text",
+    ["7.3\n.0", "7\n.3.0", "6.0.RC2\n.1", "7.3.0.B080\n.1", "\uff17.3.0", "7.\u0663.0", "v\u00b2", "7.3.0\u2003.1"],
 )
 def test_line_ends_and_unicode_digits_inside_a_version_are_refused(text: str) -> None:
     """``$`` matches before a final newline, ``\\d`` and ``str.isdigit`` accept non-ASCII digits:
