@@ -152,9 +152,9 @@ def _adversarial() -> List[str]:
         for digit in _UNICODE_DIGITS:
             out += [digit + base, base + digit, base.replace("3", digit), "v" + digit, base.replace(".", digit, 1)]
     out += ["7.3\n.0", "7.3.0\n", "\n7.3.0", "7.3.0\n\n", "7.3.0\nrc1", "6.0.RC2\n.1", "６.0.0", "٧.٣.٠"]
-    # huge: many parts, a long stage number, a long junk tail (numbers stay under Python's 4300-digit
-    # int() limit, which would raise a plain ValueError in both)
-    out += ["1." * 2000 + "1", "7.3.RC" + "9" * 1000, "7.3.0." + "x" * 5000, "9" * 4000, "7" + "." * 3000]
+    # huge: many parts, a long stage number, a long junk tail, a number beyond int()'s 4300 digits
+    out += ["1." * 2000 + "1", "7.3.RC" + "9" * 1000, "7.3.0." + "x" * 5000, "9" * 5000, "7" + "." * 3000]
+    out += ["1." * 127 + "1", "1." * 128 + "1", "7.3.0" + " " * 300, "7" * 256, "7" * 257]
     return out
 
 
@@ -192,6 +192,15 @@ def test_line_ends_and_unicode_digits_inside_a_version_are_refused(text: str) ->
     the copy once accepted ``"7.3\\n.0"`` that resumable refuses."""
     assert not rv.is_version(text)
     assert not av.is_version(text)
+
+
+@pytest.mark.parametrize("text", ["9" * 5000, "1." * 3000 + "1", "7" * 257])
+def test_huge_text_is_refused_as_a_version_error(text: str) -> None:
+    """Not a plain ValueError (int() refuses more than 4300 digits from Python 3.11 on)."""
+    for module in (rv, av):
+        assert not module.is_version(text)
+        with pytest.raises(module.VersionError, match="characters"):
+            module.Version(text)
 
 
 @pytest.mark.parametrize("text", ["7.3.0\n", " 7.3.0\t", "\u30007.3.0\u00a0", "7.3.0\r\n"])
