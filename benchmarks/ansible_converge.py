@@ -19,9 +19,14 @@ returns the nodes to service, then re-runs on the converged nodes with 2 and wit
 Converged nodes are decided in one parallel pass and never enter the serial batches, so the
 re-run must not grow with the node count: pass = check mode ran 0 installers, every re-run
 changed 0 tasks and ran 0 installers, and re-run(N) <= 1.3 x re-run(2).
+Each re-run also reports its time per site.yml stage (profile_tasks timestamps) and the CPU seconds
+of the controller and of the emulated nodes: the nodes run on the controller's cores here, so a
+re-run whose per-node work is CPU-bound grows with the node count on this machine although nothing
+in it is serial over hosts (docs/ansible.md, Benchmark).
 
 usage (root, after scripts/test-ansible.sh set-up, or at least the node image + collections):
     .venv/bin/python benchmarks/ansible_converge.py [--nodes 4] [--serial 2] [--connection ssh|podman] [--keep]
+    .venv/bin/python benchmarks/ansible_converge.py --reuse DIR [--repeats N]   (the re-runs again, on kept nodes)
 """
 
 from __future__ import annotations
