@@ -161,12 +161,15 @@ def _cells(line):
 
 
 def parse_npu_smi(text):
-    """Parse ``npu-smi info`` (ADEPLOY module_utils/check_library_utils/npu_checks.py) for the 910B and the A3 layouts.
+    """Parse ``npu-smi info`` (ADEPLOY module_utils/check_library_utils/npu_checks.py) for the 910B, A3 and
+    Atlas 350/950 layouts.
 
-    Every chip has two rows: ``NPU Name | Health | ...`` then ``Chip [Phy-ID] | Bus-Id | ...``.
+    910B/A3: every chip has two rows: ``NPU Name | Health | ...`` then ``Chip [Phy-ID] | Bus-Id | ...``.
     On A3 nodes (header ``Chip  Phy-ID``) an NPU has two chips, each with both rows, and the
     second row starts with the chip id *and* the Phy-ID; on 910B nodes only with the chip id.
-    Health is kept per chip and summarised per NPU (any chip not OK makes the NPU not OK).
+    Atlas 350/950 (header ``NPU ID | Name | Health``, npu-smi 25.7 on an Ascend950PR): the id, the name
+    and the health are cells of their own, and the second row of an NPU holds only the Bus-Id (one
+    chip, id 0). Health is kept per chip and summarised per NPU (any chip not OK makes the NPU not OK).
     """
     result = {"driver_version": None, "npus": {}, "chips": [], "processes": [], "phy_id_column": False}
     section = None
@@ -183,11 +186,21 @@ def parse_npu_smi(text):
         if head[:2] == ["NPU", "Name"]:
             section = "chips"
             continue
+        if head == ["NPU", "ID"] and len(cells) >= 3 and cells[1] == "Name":
+            section = "npu_id"
+            continue
         if head[:1] == ["Chip"]:
             result["phy_id_column"] = "Phy-ID" in head
             continue
         if head[:2] == ["NPU", "Chip"] and len(cells) > 1 and cells[1].startswith("Process"):
             section = "processes"
+            continue
+        if section == "npu_id":
+            if len(cells) >= 3 and cells[0].isdigit():
+                pending = {"npu": cells[0], "name": cells[1], "health": cells[2]}
+            elif len(cells) >= 3 and not cells[0] and not cells[1] and _BUS_ID.match(cells[2]) and pending:
+                result["chips"].append(dict(pending, chip="0", bus_id=cells[2], phy_id=None))
+                pending = None
             continue
         if section == "chips" and len(cells) >= 3 and head and head[0].isdigit():
             if not _BUS_ID.match(cells[1]):
