@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Dict, List
 
@@ -75,6 +76,54 @@ def test_fixture_npu_smi_a3_table(tmp_path: Path) -> None:
     ]
     board = hw.parse_board(_run([str(FIXTURES / "npu-smi"), "info", "-t", "board", "-i", "1"], env).stdout)
     assert board == {"board_id": "0xb1", "firmware_version": "7.1.0.11.220", "software_version": "25.2.0"}
+
+
+def test_fixture_npu_smi_atlas_950_table(tmp_path: Path) -> None:
+    """Atlas 350/950 (19e5:d806) print the "NPU ID | Name" layout, not the 910B one."""
+    env = _node(tmp_path, device="0xd806", chips=2)
+    (tmp_path / "state" / "busy").write_text("")
+    out = _run([str(FIXTURES / "npu-smi"), "info"], env).stdout
+    assert "| NPU ID | Name " in out and "| Chip" not in out
+    parsed = hw.parse_npu_smi(out)
+    assert parsed["npus"] == {"0": "OK", "1": "OK"} and parsed["driver_version"] == "25.2.0"
+    assert [(c["chip"], c["name"], c["bus_id"]) for c in parsed["chips"]] == [
+        ("0", "Ascend950PR", "0000:01:00.0"),
+        ("0", "Ascend950PR", "0000:02:00.0"),
+    ]
+    assert [p["pid"] for p in parsed["processes"]] == ["4242"]
+    board = _run([str(FIXTURES / "npu-smi"), "info", "-t", "board", "-i", "1"], env).stdout
+    assert "Ascend950PR" in board and hw.parse_board(board)["firmware_version"] == "7.1.0.11.220"
+
+
+def test_fixture_reboot_device_boot_time(tmp_path: Path) -> None:
+    """After reboot-node.sh the devices are not started for device_boot_seconds (default 0: at once)."""
+    env = _node(tmp_path)
+    state, root = tmp_path / "state", tmp_path / "Ascend"
+    (root / "driver" / "tools").mkdir(parents=True)
+    (root / "driver" / "version.info").write_text("Version=25.3.0\n")
+    (root / "driver" / "tools" / "upgrade-tool").write_text("#!/bin/sh\n")
+    (root / "driver" / "tools" / "upgrade-tool").chmod(0o755)
+    (root / "firmware").mkdir()
+    (root / "firmware" / "version.info").write_text("Version=7.8.0.1.220\n")
+    env = dict(env, ASCEND_FIXTURE_ROOT=str(root))
+    reboot, smi = str(FIXTURES / "reboot-node.sh"), str(FIXTURES / "npu-smi")
+    _run([reboot], env)
+    assert hw.parse_npu_smi(_run([smi, "info"], env).stdout)["driver_version"] == "25.3.0"
+    (state / "device_boot_seconds").write_text("600\n")
+    _run([reboot], env)
+    booting = _run([smi, "info"], env, check=False)
+    assert booting.returncode == 1 and "-8005" in booting.stderr
+    kube = [KUBECTL, "get", "node", "n1", "-o", "json"]
+    _run([KUBECTL, "fixture", "node", "n1", "--local", "workerselector=dls-worker-node"], env)
+    assert "huawei.com/Ascend910" not in json.loads(_run(kube, env).stdout)["status"]["allocatable"]
+    ready_at = int((state / "devices_ready_at").read_text())
+    assert 590 <= ready_at - time.time() <= 600
+    (state / "devices_ready_at").write_text("%d\n" % (time.time() - 1))  # ten minutes later
+    board = hw.parse_board(_run([smi, "info", "-t", "board", "-i", "0"], env).stdout)
+    assert board["software_version"] == "25.3.0" and board["firmware_version"] == "7.8.0.1.220"
+    assert json.loads(_run(kube, env).stdout)["status"]["allocatable"]["huawei.com/Ascend910"] == "2"
+    (state / "device_boot_seconds").write_text("soon\n")
+    assert _run([reboot], env, check=False).returncode == 2
 
 
 def test_fixture_npu_smi_without_a_loaded_driver(tmp_path: Path) -> None:

@@ -113,6 +113,36 @@ def test_a3_table_two_chips_per_npu_and_the_bus_id_is_not_the_health() -> None:
     assert parsed["processes"] == []
 
 
+# Atlas 350/950: npu-smi 25.7.rc1.6 on an Ascend950PR card (19e5:d806), as captured on such a node;
+# the id, name and health are separate cells and the chip row carries only the Bus-Id.
+A5_TABLE = """\
++-------------------------------------------------------------------------------------------------+
+| npu-smi 25.7.rc1.6                               Version: 25.7.rc1.6                            |
++--------+------------------+---------------+-----------------------------------------------------+
+| NPU ID | Name             | Health        | Power(W)    Temp(C)           Hugepages-Usage(page) |
+|        |                  | Bus-Id        | NPU Util(%) Memory-Usage(MB)  HBM-Usage(MB)         |
++========+==================+===============+=====================================================+
+| 0      | Ascend950PR      | OK            | 195.6       56                0     / 0             |
+|        |                  | 0000:61:00.0  | 0           0    / 0          5239  / 131072        |
++========+==================+===============+=====================================================+
+| 1      | Ascend950PR      | Critical      | 195.6       56                0     / 0             |
+|        |                  | 0000:62:00.0  | 0           0    / 0          5239  / 131072        |
++========+==================+===============+=====================================================+
+| No running processes found in NPU 0                                                             |
+"""
+
+
+def test_atlas_950_table_npu_id_name_layout() -> None:
+    parsed = hw.parse_npu_smi(A5_TABLE)
+    assert parsed["driver_version"] == "25.7.rc1.6"
+    assert parsed["npus"] == {"0": "OK", "1": "Critical"}
+    assert [(c["npu"], c["chip"], c["name"], c["bus_id"], c["phy_id"]) for c in parsed["chips"]] == [
+        ("0", "0", "Ascend950PR", "0000:61:00.0", None),
+        ("1", "0", "Ascend950PR", "0000:62:00.0", None),
+    ]
+    assert parsed["processes"] == [] and not parsed["phy_id_column"]
+
+
 def test_an_all_digit_npu_name_is_still_an_npu_row() -> None:
     table = A2_TABLE.replace("910B3       ", "310         ")
     assert hw.parse_npu_smi(table)["npus"] == {"0": "OK", "1": "Alarm"}
