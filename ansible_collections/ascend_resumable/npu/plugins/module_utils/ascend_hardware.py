@@ -300,7 +300,35 @@ def crictl_holders(inspect_json):
     return holders
 
 
-def npu_holders(smi_processes, host_processes, containers):
+# Before its hot reset the driver installer kills, itself, the processes an operator listed in
+# /etc/custom_process.cfg as "AllowKilledWhenResetNPU:<name>:<pid>" (first 20 lines, whitespace removed,
+# the pid's /proc/<pid>/status Name must be <name>; A2 (d802) and A3 (d803) devices only) and, when
+# /etc/npu_dev_syslog.cfg enables a syslog_*_mode, the device log daemons "msnpureport report --permanent".
+# Source: Ascend driver scripts (github verylucky01/driver, a mirror of Huawei's driver, tag v8.5.0)
+# scripts/package/custom/driver/common/scripts/common.sh:240-262 (checkPidNameMatch), 324-378
+# (killWhiteProcess), 380-385 (setHotResetFlag calls it); device_hot_reset.sh:17, 375-385, 410.
+RESET_KILL_ENTRY = re.compile(r"^AllowKilledWhenResetNPU:([^:]+):([0-9]+)$")
+RESET_KILL_DEVICES = ("d802", "d803")
+
+
+def reset_killed_pids(custom_cfg, syslog_cfg, device_ids, processes):
+    """The pids among ``processes`` ({pid: {"name": status Name, "cmdline": argv joined by spaces}})
+    that the driver installer kills before its hot reset: they do not make a node busy."""
+    killed = set()
+    if any(d in RESET_KILL_DEVICES for d in device_ids):
+        for line in (custom_cfg or "").splitlines()[:20]:
+            line = re.sub(r"\s", "", line)
+            m = RESET_KILL_ENTRY.match(line)
+            if m and m.group(2) in processes and processes[m.group(2)].get("name") == m.group(1):
+                killed.add(m.group(2))
+    if re.search(r"\bsyslog_.*_mode:enable\b", syslog_cfg or ""):
+        for pid, info in processes.items():
+            if "msnpureport report --permanent" in info.get("cmdline", ""):
+                killed.add(pid)
+    return sorted(killed, key=int)
+
+
+def npu_holders(smi_processes, host_processes, containers, spared=()):
     """What really holds the NPUs: the processes npu-smi lists and the host processes with an NPU device
     node open (``/proc/<pid>/fd``, like ``fuser /dev/davinci*``; the node agent sees every container's
     processes from the host). A container is named only when its process is one of them.
@@ -308,9 +336,11 @@ def npu_holders(smi_processes, host_processes, containers):
     Container specs are not counted: containerd puts every host device into the spec of each privileged
     container (:func:`crictl_holders`), so kube-proxy, the CNI and CSI node pods would keep every node
     "busy" for ever, and a spec lists devices a container may open, not ones it has open.
+    ``spared`` are pids the driver installer kills itself before its hot reset (:func:`reset_killed_pids`).
     Returns ``{"busy", "pids", "containers"}``.
     """
-    pids = sorted({str(p.get("pid")) for p in list(smi_processes) + list(host_processes) if p.get("pid")})
+    every = {str(p.get("pid")) for p in list(smi_processes) + list(host_processes) if p.get("pid")}
+    pids = sorted(every - set(str(p) for p in spared))
     named = [c for c in containers if c.get("pid") and str(c["pid"]) in pids]
     return {"busy": bool(pids), "pids": pids, "containers": named}
 
