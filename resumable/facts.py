@@ -51,12 +51,12 @@ class Adapter:
     #: the torch version the torch_npu package is built for, when the table says
     torch: Optional[Version] = None
 
-    def above(self, floor: str) -> Optional[bool]:
+    def above(self, floor: R.Gate) -> Optional[bool]:
         """Whether the release is newer than ``floor``: True/False when known, None when only a
         lower bound at or below ``floor`` is known (or nothing)."""
         if self.release is None:
             return None
-        if self.release > Version(floor):
+        if R.above(self.release, floor):
             return True
         return False if self.exact else None
 
@@ -160,8 +160,8 @@ def watchdog_support(
     if framework == "mindspore":
         if mindspore is None:
             return None
-        return mindspore >= Version(R.WATCHDOG_MINDSPORE)
-    if torch is not None and torch < Version(R.WATCHDOG_TORCH):
+        return R.at_least(mindspore, R.WATCHDOG_MINDSPORE)
+    if torch is not None and not R.at_least(torch, R.WATCHDOG_TORCH):
         return False
     newer = adapter.above(R.WATCHDOG_ADAPTER_ABOVE)
     if newer is False:

@@ -271,3 +271,27 @@ FORMATS: Dict[str, Format] = {
 def problem(format_name: str, value: str) -> Optional[str]:
     """What is wrong with ``value`` in format ``format_name`` (None when it is fine)."""
     return FORMATS[format_name].check(value)
+
+
+# --- image naming ------------------------------------------------------------------------------------
+
+#: The repository prefix of a job's built image when neither the profile (``image.name``) nor the
+#: Pulumi stack (``imageRegistry``) names where it goes: a local name the build spec tags.
+LOCAL_IMAGE_PREFIX = "ascend-resumable"
+
+
+def built_image_reference(job: str, release: str, registry: Optional[str] = None) -> str:
+    """The reference of the image built for a job whose profile leaves ``image.name`` out:
+    ``<registry>/<job>:<release>`` when the Pulumi stack pushes to ``imageRegistry``, else the local
+    ``ascend-resumable/<job>:<release>`` (``resumable render`` and the build spec)."""
+    return "%s/%s:%s" % (registry or LOCAL_IMAGE_PREFIX, job, release)
+
+
+def registry_host(reference: str) -> str:
+    """The registry host of an image reference, as docker decides it (distribution/reference
+    normalize.go splitDockerDomain): the first path component when it has a dot or a port or is
+    ``localhost``, else ``docker.io``."""
+    first = reference.split("/", 1)[0]
+    if ("." in first or ":" in first or first == "localhost") and "/" in reference:
+        return first
+    return "docker.io"

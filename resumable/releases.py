@@ -59,28 +59,74 @@ PREFER_PREVIOUS_NODE = Gate("26.1.0", "INST05 (DZ 05_volcano.md)")
 GRACEFUL_PYTORCH_LAST = Gate("7.2.RC1", "RT01; RT04 (graceful fault tolerance sunset)")
 GRACEFUL_MINDSPORE_LAST = Gate("7.1.RC1", "RT01; RT04 (graceful fault tolerance sunset)")
 
+# --- stack gates: what the scheduling-stack manifests of a release change ----------------------------
+# Read off the release manifests (MC:@<tag> component/*/build/*.yaml); the flags of
+# resumable.manifests.traits are named after these and set from them.
+#: NodeD and the device plugin read driver, pingmesh and profiling paths; ClusterD mounts its
+#: customisation and slow-node dirs and watches AscendJobs; the operator may use statefulsets.
+FULL_FAULT_PATHS = Gate(
+    "7.3.0", "MC:@v7.3.0 component/{noded,ascend-device-plugin,clusterd,ascend-operator}/build/*.yaml"
+)
+#: Volcano's init-params self-maintain-available-card and forceEnqueue, the bindings rule of the
+#: 1.9.0 scheduler and its --percentage-nodes-to-find=100 (absent from 6.0.0's 1.9.0 manifest).
+VOLCANO_73_SCHEDULER = Gate("7.3.0", "MC:@v7.3.0 component/ascend-for-volcano/build/volcano-v1.9.0.yaml; INST05")
+#: NodeD runs on the host network and reads (get, list, patch) nodes.
+NODED_HOST_NETWORK = Gate("26.0.0", "MC:@v26.0.0 component/noded/build/noded.yaml")
+#: The Ascend Operator may patch pods.
+OPERATOR_PATCHES_PODS = Gate("26.0.0", "MC:@v26.0.0 component/ascend-operator/build/ascend-operator.yaml")
+#: ClusterD reads ``clusterd-config-cm`` (manual separation policy).
+CLUSTERD_CONFIG_CM = Gate("26.0.0", "MC:@v26.0.0 component/clusterd/build/clusterd.yaml")
+#: vc-scheduler and vc-controller-manager log at -v=3 (-v=2 before).
+VOLCANO_VERBOSE_LOG = Gate("26.0.0", "MC:@v26.0.0 component/ascend-for-volcano/build/volcano-v1.9.0.yaml")
+#: The device plugin mounts the container runtime's sockets and the DPU config dir itself (until
+#: :data:`MERGED_DEVICE_PLUGIN`, which leaves that to Ascend Docker Runtime).
+DEVICE_PLUGIN_RUNTIME_MOUNTS = Gate("26.0.0", "MC:@v26.0.0 component/ascend-device-plugin/build/*.yaml")
+#: Healthz ports and liveness probes on every component.
+HEALTHZ = Gate("26.1.0", "MC:@branch_v26.1.0 component/*/build/*.yaml")
+#: ``init-log-setup`` initContainers own ``/var/log/mindx-dl/<component>`` (host path ``/var/log``
+#: + subPath).
+LOG_INIT_CONTAINERS = Gate("26.1.0", "MC:@branch_v26.1.0 component/*/build/*.yaml")
+#: One chip-agnostic device plugin (``workerselector``, no ``-910`` suffix, no -useAscendDocker,
+#: MOUNT_BY_RUNTIME_FOR_DP, all chip taints).
+MERGED_DEVICE_PLUGIN = Gate("26.1.0", "MC:@branch_v26.1.0 component/ascend-device-plugin/build/*.yaml")
+#: NodeD watches and patches pods, reads daemonsets, and runs without a read-only root filesystem.
+NODED_WATCHES_PODS = Gate("26.1.0", "MC:@branch_v26.1.0 component/noded/build/noded.yaml")
+#: NPU Exporter drops its -updateTime flag.
+EXPORTER_NO_UPDATE_TIME = Gate("26.1.0", "MC:@branch_v26.1.0 component/npu-exporter/build/*.yaml")
+#: Volcano image tags embed the MindCluster release (``v1.9.0-v26.1.0``; INST05; HELM values 26.1).
+VOLCANO_RELEASE_TAGS = Gate("26.1.0", "INST05; HELM values 26.1")
+
+# --- Volcano builds (Volcano versions, not MindCluster releases) -------------------------------------
+#: The 1.9.0 scheduler and controllers layout (RBAC, flags) as opposed to 1.7.0's.
+VOLCANO_19 = Gate("1.9.0", "MC:@v6.0.0 component/ascend-for-volcano/build/volcano-v1.9.0.yaml")
+#: The 1.12.0 layout: healthz/metrics flags, split pod and pod-status rules, volumeattachments.
+VOLCANO_112 = Gate("1.12.0", "MC:@branch_v26.1.0 component/ascend-for-volcano/build/volcano-v1.12.0.yaml")
+
 # --- software gates (not MindCluster releases) -----------------------------------------------------
 #: Watchdog: PyTorch 2.1.0 or later and torch_npu (FrameworkPTAdapter) newer than 6.0.RC1; on by
 #: default there (RTO 表1).
-WATCHDOG_TORCH = "2.1.0"
-WATCHDOG_ADAPTER_ABOVE = "6.0.RC1"
+WATCHDOG_TORCH = Gate("2.1.0", "RTO 表1")
+WATCHDOG_ADAPTER_ABOVE = Gate("6.0.RC1", "RTO 表1")
 #: MindSpore watchdog exists from 2.4 and is on by default (RT05, MindSpore).
-WATCHDOG_MINDSPORE = "2.4.0"
+WATCHDOG_MINDSPORE = Gate("2.4.0", "RT05")
 #: Operator binaries and the operator compile cache need CANN 8.0.RC2 or later (RTO 表9/表10).
-COMPILE_CANN = "8.0.RC2"
+COMPILE_CANN = Gate("8.0.RC2", "RTO 表9/表10")
 #: torch_npu_run (Parallel Store) with torch >= 2.1 needs torch_npu newer than 6.0.RC3 (RT05 Table 2).
-PARALLEL_STORE_ADAPTER_ABOVE = "6.0.RC3"
+PARALLEL_STORE_ADAPTER_ABOVE = Gate("6.0.RC3", "RT05 Table 2")
 #: RankTable mode needs torch_npu newer than 6.0.RC3 (RT05 Table 4).
-RANKTABLE_ADAPTER_ABOVE = "6.0.RC3"
+RANKTABLE_ADAPTER_ABOVE = Gate("6.0.RC3", "RT05 Table 4")
 #: MindIO ACP with MindSpore needs MindSpore 2.7.0 or later (RT05 Tables 5-6).
-ACP_MINDSPORE = "2.7.0"
+ACP_MINDSPORE = Gate("2.7.0", "RT05 Tables 5-6")
 #: torch 2.6 changed the c10d rendezvous store; on 7.2 the docs patch rendezvous.py with a
 #: PrefixStore, from 7.3 the TaskD patch wraps it itself (HA72-075; torch_patch.py).
-PREFIX_STORE_TORCH = "2.6.0"
+PREFIX_STORE_TORCH = Gate("2.6.0", "HA72-075; TORCH rendezvous.py _create_c10d_store")
+#: The release line (major.minor) whose guide edits rendezvous.py in the image for that store
+#: (HA72-075); later lines leave it to the TaskD patch (:data:`TASKD_RUNPY_PATCH`).
+RENDEZVOUS_EDIT_LINE = Gate("7.2", "HA72-075")
 
 #: MindSpore op_compile (the framework's equivalent of torch.npu.set_compile_mode) exists from
 #: MindSpore 2.5.0 (MS-OPCOMPILE).
-OP_COMPILE_MINDSPORE = "2.5.0"
+OP_COMPILE_MINDSPORE = Gate("2.5.0", "MS-OPCOMPILE")
 
 # --- torch_npu (Ascend Extension for PyTorch, "FrameworkPTAdapter") versions ------------------------
 
@@ -217,8 +263,21 @@ KUBERNETES_MIN = "1.17"
 KUBERNETES_MAX = "1.34"
 
 
-def at_least(release: Version, gate: Gate) -> bool:
-    return release >= Version(gate.since)
+def at_least(version: Version, gate: Gate) -> bool:
+    """``version`` has what ``gate`` guards: it is ``gate.since`` or later."""
+    return version >= Version(gate.since)
+
+
+def above(version: Version, gate: Gate) -> bool:
+    """``version`` is newer than ``gate.since`` (gates the documents write as "newer than X", and
+    "X is the last release that supports it")."""
+    return version > Version(gate.since)
+
+
+def on_line(version: Version, gate: Gate) -> bool:
+    """``version`` is of the release line (major.minor) ``gate.since`` names (``7.2.RC1``, ``7.2.0``
+    and ``7.2.0.SPC1`` are all of line ``7.2``)."""
+    return version.major_minor == Version(gate.since).major_minor
 
 
 def stack_release(release: Version) -> Optional[StackRelease]:

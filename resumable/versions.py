@@ -88,9 +88,14 @@ _STAGE = re.compile(r"^(rc|spc|post|alpha|beta)([0-9]*)\Z", re.IGNORECASE)
 _GLUED = re.compile(r"^([0-9]+)(rc|post|a|b|alpha|beta|spc)([0-9]*)\Z", re.IGNORECASE)
 _BUILD = re.compile(r"^b[0-9]+\Z", re.IGNORECASE)
 _WORDS = {"rc": _RC, "spc": _POST, "post": _POST, "alpha": _ALPHA, "a": _ALPHA, "beta": _BETA, "b": _BETA}
+#: Longer text is no version of any style (and a number of more than 4300 digits would make int()
+#: raise a plain ValueError from Python 3.11 on, not a VersionError).
+_MAX_LENGTH = 256
 
 
 def _parse(text: str) -> Key:
+    if len(text) > _MAX_LENGTH:
+        raise VersionError("a version of %d characters (at most %d)" % (len(text), _MAX_LENGTH))
     raw = text.split("+", 1)[0].strip()
     if "+" in text and not text.split("+", 1)[1].strip():
         raise VersionError("%r: empty local suffix after '+'" % text)

@@ -24,6 +24,7 @@ import pulumi_kubernetes as k8s
 
 from resumable.api import load_plan
 from resumable.errors import ResumableError
+from resumable.formats import built_image_reference, registry_host
 from resumable.manifests.deployment import read_profile_text
 from resumable.plan.model import JobPlan, Plan
 
@@ -52,14 +53,8 @@ def image_tags(cfg: StackConfig, plan: Plan, job: JobPlan) -> List[str]:
     if job.image.name:
         return [job.image.name]
     if cfg.image_registry:
-        return [f"{cfg.image_registry}/{job.name}:{plan.scheduler.release}"]
+        return [built_image_reference(job.name, plan.scheduler.release, cfg.image_registry)]
     return []
-
-
-def registry_address(tag: str) -> str:
-    """The registry host of a reference (Docker's rule: a first part with a dot or port, or localhost)."""
-    first = tag.split("/", 1)[0]
-    return first if ("." in first or ":" in first or first == "localhost") and "/" in tag else "docker.io"
 
 
 def built_jobs(cfg: StackConfig, plan: Plan) -> List[JobPlan]:
@@ -224,7 +219,7 @@ def deploy(config: Optional[pulumi.Config] = None) -> Dict[str, Any]:
                 prebuilt=cfg.images.get(job.name),
                 tags=tags,
                 push=cfg.push_images,
-                registry=registry_address(tags[0]) if tags and cfg.registry_username else None,
+                registry=registry_host(tags[0]) if tags and cfg.registry_username else None,
                 username=cfg.registry_username,
                 password=cfg.registry_password,
                 build_on_preview=cfg.build_on_preview,
@@ -259,8 +254,8 @@ def pull_secret(cfg: StackConfig, plan: Plan) -> Optional[pulumi.Output[str]]:
     if not cfg.registry_username:
         return None
     registries = sorted(
-        {registry_address(cfg.images[j.name]) for j in plan.jobs if j.name in cfg.images}
-        | {registry_address(t) for j in built_jobs(cfg, plan) for t in image_tags(cfg, plan, j)}
+        {registry_host(cfg.images[j.name]) for j in plan.jobs if j.name in cfg.images}
+        | {registry_host(t) for j in built_jobs(cfg, plan) for t in image_tags(cfg, plan, j)}
     )
     user = cfg.registry_username
 
@@ -272,4 +267,4 @@ def pull_secret(cfg: StackConfig, plan: Plan) -> Optional[pulumi.Output[str]]:
     return pulumi.Output.secret(password.apply(content))
 
 
-__all__ = ["ROLES", "check_stack", "daemonset_timeout", "deploy", "image_tags", "registry_address"]
+__all__ = ["ROLES", "check_stack", "daemonset_timeout", "deploy", "image_tags"]

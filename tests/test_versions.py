@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import itertools
+from pathlib import Path
 from typing import Dict, List, Tuple
 
 import pytest
@@ -366,3 +368,56 @@ def test_within_one_torch_version_later_packages_are_later_releases() -> None:
 def test_adapter_style_is_told_from_pip_style() -> None:
     assert R.is_adapter_style(Version("6.0.RC3")) and R.is_adapter_style(Version("26.0.0"))
     assert not R.is_adapter_style(Version("2.1.0.post8"))
+
+
+# --- one version-gate system ----------------------------------------------------------------------------
+
+_ORDERING = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+
+
+def _is_version_call(node: ast.AST) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return name in ("Version", "parse")
+
+
+def inline_version_comparisons(source: str) -> List[int]:
+    """Lines of ``source`` that compare against a version parsed on the spot: an ordering
+    (``<``, ``>=`` ...) with a ``Version(...)`` operand, or any comparison with ``Version("literal")``.
+    Equality of two parsed inputs (``Version(wanted) == Version(found)``) is not a gate."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Compare):
+            continue
+        operands = [node.left, *node.comparators]
+        calls = [o for o in operands if _is_version_call(o)]
+        literal = any(isinstance(c, ast.Call) and c.args and isinstance(c.args[0], ast.Constant) for c in calls)
+        if calls and (literal or any(isinstance(op, _ORDERING) for op in node.ops)):
+            out.append(node.lineno)
+    return out
+
+
+def test_the_finder_finds_inline_comparisons() -> None:
+    assert inline_version_comparisons("ok = v >= Version('7.3.0')\n") == [1]
+    assert inline_version_comparisons("ok = versions.Version(a) < b\n") == [1]
+    assert inline_version_comparisons("ok = v == Version('26.0.0')\n") == [1]
+    assert inline_version_comparisons("ok = Version(a) == Version(b)\nok = at_least(v, GATE)\n") == []
+
+
+def test_no_inline_version_comparison_outside_releases_and_versions() -> None:
+    """Every release comparison is a named, cited Gate of resumable/releases.py (issue 17)."""
+    root = Path(__file__).resolve().parent.parent
+    allowed = {root / "resumable/releases.py", root / "resumable/versions.py"}
+    files = sorted((root / "resumable").rglob("*.py")) + sorted((root / "resumable_pulumi").rglob("*.py"))
+    files.append(root / "__main__.py")
+    assert len(files) > 50
+    found = {
+        str(p.relative_to(root)): lines
+        for p in files
+        if p not in allowed
+        for lines in [inline_version_comparisons(p.read_text(encoding="utf-8"))]
+        if lines
+    }
+    assert found == {}

@@ -74,7 +74,7 @@ def objects(s: Settings) -> List[Obj]:
     policy = s.pull_policy(CLUSTERD)
     log = LogDir(t, "log-clusterd", "clusterd", f"{UID_HWMINDX}:{UID_HWMINDX}")
     flags = [("-logFile", f"{LOG_ROOT}/clusterd/clusterd.log"), ("-logLevel", "0")]
-    if t.v26_1:
+    if t.healthz:
         flags += [("--enable-healthz", "true"), ("--healthz-address", str(HEALTHZ_PORT))]
     command, args = k8s.shell(k8s.flag_line("/usr/local/bin/clusterd", flags))
     mounts = [log.mount()]
@@ -102,7 +102,7 @@ def objects(s: Settings) -> List[Obj]:
         },
         "volumeMounts": mounts,
     }
-    if t.v26_1:
+    if t.healthz:
         container["livenessProbe"] = k8s.liveness(HEALTHZ_PORT, 10, 10, 3)
     pod: Obj = {
         "serviceAccountName": NAME,
@@ -112,7 +112,7 @@ def objects(s: Settings) -> List[Obj]:
     }
     k8s.fill_pod(pod, log.init_containers(image, policy), container, volumes)
     out: List[Obj] = []
-    if t.v26:
+    if t.clusterd_config_cm:
         out.append(
             {
                 "apiVersion": "v1",

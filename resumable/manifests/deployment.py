@@ -16,6 +16,7 @@ from .. import constants as C
 from .. import yamlio
 from ..errors import ResumableError
 from ..fileio import PROFILE_MAX_BYTES, read_text
+from ..formats import built_image_reference
 from ..plan.model import JobPlan, Plan
 from ..profile import profile_data
 from . import jobs, storage
@@ -60,7 +61,7 @@ def default_image(plan: Plan, job: JobPlan) -> str:
     local name the build spec tags (``ascend-resumable/<job>:<release>``)."""
     if job.image.name:
         return job.image.name
-    return "ascend-resumable/%s:%s" % (job.name, plan.scheduler.release)
+    return built_image_reference(job.name, plan.scheduler.release)
 
 
 def read_profile_text(plan: Plan) -> str:

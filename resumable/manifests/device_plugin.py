@@ -31,12 +31,12 @@ def node_selector(t: Traits, worker_selector: Dict[str, str]) -> Dict[str, str]:
     """The device plugin's nodeSelector: ``workerselector`` from 26.1, ``accelerator: huawei-Ascend910``
     before (the 910 variant of ``device-plugin-volcano-v{ver}.yaml``). The driver role removes it from a node
     for its maintenance window (plan ``nodes.npu_daemonset_selector``)."""
-    return dict(worker_selector) if t.v26_1 else {NODE_LABEL_ACCELERATOR: ACCELERATOR_910}
+    return dict(worker_selector) if t.merged_device_plugin else {NODE_LABEL_ACCELERATOR: ACCELERATOR_910}
 
 
 def names(t: Traits) -> List[str]:
     """ServiceAccount, ClusterRole, ClusterRoleBinding, DaemonSet."""
-    suffix = "" if t.v26_1 else "-910"
+    suffix = "" if t.merged_device_plugin else "-910"
     return [
         f"ascend-device-plugin-sa{suffix}",
         f"pods-node-ascend-device-plugin-role{suffix}",
@@ -61,14 +61,14 @@ def rules(t: Traits) -> List[Rule]:
 
 
 def flags(s: Settings) -> List[Tuple[str, str]]:
-    base = [] if s.t.v26_1 else [("-useAscendDocker", "true")]
+    base = [] if s.t.merged_device_plugin else [("-useAscendDocker", "true")]
     base += [
         (C.FLAG_VOLCANO_TYPE, "true"),
         ("-presetVirtualDevice", "true"),
         ("-logFile", f"{LOG_ROOT}/devicePlugin/devicePlugin.log"),
         ("-logLevel", "0"),
     ]
-    if s.t.v26_1:
+    if s.t.healthz:
         base += [("--enable-healthz", "true"), ("--healthz-address", str(HEALTHZ_PORT))]
     if s.plan.hot_reset is not None:
         base.append((C.FLAG_HOT_RESET, str(s.plan.hot_reset)))
@@ -79,7 +79,7 @@ def flags(s: Settings) -> List[Tuple[str, str]]:
 def _runtime_mounts(s: Settings) -> List[Tuple[str, str]]:
     """26.0 mounts the container runtime's sockets (the file says to delete the docker ones on
     containerd); 26.1 leaves that to Ascend Docker Runtime (MOUNT_BY_RUNTIME_FOR_DP)."""
-    if not s.t.v26 or s.t.v26_1:
+    if not s.t.device_plugin_runtime_mounts:
         return []
     out = []
     if s.plan.container_runtime == "docker":
@@ -120,7 +120,7 @@ def objects(s: Settings) -> List[Obj]:
     if t.full_fault_paths:
         mounts.append(k8s.mount("data-trace-file-dir", DATATRACE_DIR))
         volumes.append(k8s.host_path("data-trace-file-dir", DATATRACE_DIR, "DirectoryOrCreate"))
-    if t.v26 and not t.v26_1:
+    if t.device_plugin_runtime_mounts:
         mounts.append(k8s.mount("dpu-config", "/user/mindx-dl/dpu"))
         volumes.append(k8s.host_path("dpu-config", "/user/mindx-dl/dpu-config", "DirectoryOrCreate"))
     if t.full_fault_paths:
@@ -130,7 +130,7 @@ def objects(s: Settings) -> List[Obj]:
         mounts.append(k8s.mount(name, path, read_only=True))
         volumes.append(k8s.host_path(name, path))
     env = []
-    if t.v26_1:
+    if t.merged_device_plugin:
         env.append({"name": "MOUNT_BY_RUNTIME_FOR_DP", "value": "true"})
     env.append(k8s.field_env("NODE_NAME", "spec.nodeName"))
     if t.full_fault_paths:
@@ -146,10 +146,10 @@ def objects(s: Settings) -> List[Obj]:
         "securityContext": {"privileged": True, "readOnlyRootFilesystem": True},
         "volumeMounts": mounts,
     }
-    if t.v26_1:
+    if t.healthz:
         container["livenessProbe"] = k8s.liveness(HEALTHZ_PORT, 30, 15, 5)
     tolerations: List[Obj] = [{"key": "CriticalAddonsOnly", "operator": "Exists"}]
-    taints = CHIP_TAINTS_261 if t.v26_1 else CHIP_TAINTS_261[:1]
+    taints = CHIP_TAINTS_261 if t.merged_device_plugin else CHIP_TAINTS_261[:1]
     tolerations += [{"key": k, "operator": "Exists", "effect": "NoSchedule"} for k in taints]
     tolerations.append({"key": "device-plugin", "operator": "Equal", "value": "v2", "effect": "NoSchedule"})
     pod: Obj = {
@@ -160,7 +160,7 @@ def objects(s: Settings) -> List[Obj]:
         **s.pod_extras(),
     }
     pod["nodeSelector"] = node_selector(t, s.worker_selector)
-    if t.v26_1:
+    if t.merged_device_plugin:
         pod["affinity"] = {
             "nodeAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": {

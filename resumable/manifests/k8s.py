@@ -183,16 +183,16 @@ class LogDir:
         self.path = f"{LOG_ROOT}/{subdir}"
 
     def host_volume(self) -> Obj:
-        if self.t.v26_1:
+        if self.t.log_init_containers:
             return host_path(self.volume, "/var/log", "Directory")
         return host_path(self.volume, self.path, "Directory")
 
     def mount(self) -> Obj:
-        sub = f"{LOG_ROOT.rsplit('/', 1)[-1]}/{self.subdir}" if self.t.v26_1 else ""
+        sub = f"{LOG_ROOT.rsplit('/', 1)[-1]}/{self.subdir}" if self.t.log_init_containers else ""
         return mount(self.volume, self.path, sub_path=sub)
 
     def init_containers(self, image: str, pull_policy: str) -> List[Obj]:
-        if not self.t.v26_1:
+        if not self.t.log_init_containers:
             return []
         script = (
             f"mkdir -p {LOG_ROOT} && chmod 755 {LOG_ROOT} && chown root:root {LOG_ROOT} && "

@@ -23,11 +23,11 @@ PROFILING_DIR = "/user/cluster-info/profiling"
 def rules(t: Traits) -> List[Rule]:
     cm = ["get", "create", "update", "list", "watch"] + (["delete"] if t.full_fault_paths else [])
     out: List[Rule] = [([""], ["configmaps"], cm)]
-    if t.v26:
+    if t.noded_host_network:
         out.append(([""], ["nodes"], ["get", "list", "patch"]))
     elif t.full_fault_paths:
         out.append(([""], ["nodes"], ["patch"]))
-    if t.v26_1:
+    if t.noded_watches_pods:
         out.append(([""], ["pods"], ["get", "list", "watch", "patch"]))
         out.append((["apps"], ["daemonsets"], ["get"]))
     return out
@@ -35,7 +35,7 @@ def rules(t: Traits) -> List[Rule]:
 
 def flags(s: Settings) -> List[Tuple[str, str]]:
     base = [("-logFile", f"{LOG_ROOT}/noded/noded.log"), ("-logLevel", "0")]
-    if s.t.v26_1:
+    if s.t.healthz:
         base += [("--enable-healthz", "true"), ("--healthz-address", str(HEALTHZ_PORT))]
     base.append((C.FLAG_REPORT_INTERVAL, str(s.plan.report_interval)))
     return base
@@ -70,7 +70,7 @@ def objects(s: Settings) -> List[Obj]:
     if t.full_fault_paths:
         env.append(k8s.field_env(ENV_XDL_IP, "status.hostIP"))
     security: Obj = {"privileged": True}
-    if not t.v26_1:
+    if not t.noded_watches_pods:
         security = {"readOnlyRootFilesystem": True, "privileged": True}
     container: Obj = {
         "name": NAME,
@@ -83,7 +83,7 @@ def objects(s: Settings) -> List[Obj]:
         "securityContext": security,
         "volumeMounts": mounts,
     }
-    if t.v26_1:
+    if t.healthz:
         container["livenessProbe"] = k8s.liveness(HEALTHZ_PORT, 20, 15, 5)
     pod: Obj = {
         "serviceAccountName": NAME,
@@ -91,7 +91,7 @@ def objects(s: Settings) -> List[Obj]:
         "securityContext": dict(k8s.SECCOMP_RUNTIME_DEFAULT),
         **s.pod_extras(),
     }
-    if t.v26:
+    if t.noded_host_network:
         pod["hostNetwork"] = True
     k8s.fill_pod(pod, log.init_containers(image, policy), container, volumes)
     daemonset = k8s.daemonset(NAME, NAMESPACE_MINDX_DL, {"app": NAME}, pod)

@@ -31,14 +31,14 @@ RUNTIME_SOCKETS = {
 
 def flags(s: Settings) -> List[Tuple[str, str]]:
     out = [("-port", str(METRICS_PORT)), ("-ip", "0.0.0.0")]
-    if not s.t.v26_1:
+    if not s.t.exporter_no_update_time:
         out.append(("-updateTime", "5"))
     out += [
         ("-logFile", f"{LOG_ROOT}/npu-exporter/npu-exporter.log"),
         ("-logLevel", "0"),
         ("-containerMode", s.plan.container_runtime),
     ]
-    if s.t.v26_1:
+    if s.t.healthz:
         out += [("--enable-healthz", "true"), ("--healthz-address", str(HEALTHZ_PORT))]
     return out
 
@@ -100,7 +100,7 @@ def objects(s: Settings) -> List[Obj]:
         "ports": [{"name": "http", "containerPort": METRICS_PORT, "protocol": "TCP"}],
         "volumeMounts": mounts,
     }
-    if t.v26_1:
+    if t.healthz:
         container["livenessProbe"] = k8s.liveness(HEALTHZ_PORT, 20, 15, 5)
     pod: Obj = {
         "automountServiceAccountToken": False,

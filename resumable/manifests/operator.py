@@ -30,7 +30,7 @@ def rules(t: Traits) -> List[Rule]:
     pods = ["create", "list", "watch", "delete", "get"]
     if t.full_fault_paths:
         pods += ["collectionCreate", "update"]
-    if t.v26:
+    if t.operator_patches_pods:
         pods.append("patch")
     apps = ["deployments", "replicasets"] + (["statefulsets"] if t.full_fault_paths else [])
     crud = ["create", "list", "watch", "delete", "get"]
@@ -56,7 +56,7 @@ def objects(s: Settings) -> List[Obj]:
     policy = s.pull_policy(ASCEND_OPERATOR)
     log = LogDir(t, "ascend-operator-log", "ascend-operator", f"{UID_HWMINDX}:{UID_HWMINDX}")
     flags = list(FLAGS)
-    if t.v26_1:
+    if t.healthz:
         flags += [("--enable-healthz", "true"), ("--healthz-address", str(HEALTHZ_PORT))]
     command, args = k8s.shell(k8s.flag_line("ascend-operator", flags))
     container: Obj = {
@@ -79,7 +79,7 @@ def objects(s: Settings) -> List[Obj]:
             k8s.mount("localtime", "/etc/localtime", read_only=True),
         ],
     }
-    if t.v26_1:
+    if t.healthz:
         container["livenessProbe"] = k8s.liveness(HEALTHZ_PORT, 10, 10, 3)
     pod: Obj = {
         "serviceAccountName": NAME,

@@ -70,7 +70,7 @@ def check_images(images: Mapping[str, str]) -> Dict[str, str]:
 def volcano_tag(volcano: str, release: str, registry: str) -> str:
     """``v1.9.0`` up to 26.0 (local retagged name); ``v1.9.0-v26.1.0`` from 26.1 and on SWR, where the
     Volcano tag embeds the MindCluster release (INST05; HELM values 26.1)."""
-    if registry or traits(release).v26_1:
+    if registry or traits(release).volcano_release_tags:
         return f"v{volcano}-v{release}"
     return f"v{volcano}"
 

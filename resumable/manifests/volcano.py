@@ -12,12 +12,13 @@ from typing import Dict, List
 import yaml
 
 from .. import constants as C
+from .. import releases as R
 from ..constants import LOG_ROOT, NAMESPACE_VOLCANO, UID_HWMINDX
-from ..releases import PREFER_PREVIOUS_NODE, at_least
 from ..versions import Version
 from . import k8s
 from .k8s import LogDir, Obj, Rule
 from .settings import VOLCANO_CONTROLLERS, VOLCANO_SCHEDULER, Settings
+from .traits import traits
 
 MONITORING_NAMESPACE = "volcano-monitoring"
 SCHEDULER_CONFIGMAP = "volcano-scheduler-configmap"
@@ -31,11 +32,11 @@ _OWNER = f"{UID_HWMINDX}:{UID_HWMINDX}"
 
 
 def is_112(volcano: str) -> bool:
-    return Version(volcano) >= Version("1.12.0")
+    return R.at_least(Version(volcano), R.VOLCANO_112)
 
 
 def is_19(volcano: str) -> bool:
-    return Version(volcano) >= Version("1.9.0")
+    return R.at_least(Version(volcano), R.VOLCANO_19)
 
 
 # --- init-params (INST05 Table 3) ------------------------------------------------------------------
@@ -51,14 +52,14 @@ def default_init_params(release: str) -> Dict[str, str]:
         "shared-tor-num": "2",
         "useClusterInfoManager": "true",
     }
-    v = Version(release)
-    if v >= Version("7.3.0"):
+    t = traits(release)
+    if t.volcano_73_scheduler:
         params["self-maintain-available-card"] = "true"
     params["super-pod-size"] = "48"
     params["reserve-nodes"] = "2"
-    if v >= Version("7.3.0"):
+    if t.volcano_73_scheduler:
         params["forceEnqueue"] = "true"
-    if at_least(v, PREFER_PREVIOUS_NODE):
+    if R.at_least(Version(release), R.PREFER_PREVIOUS_NODE):
         params["prefer-previous-node"] = "true"
     return params
 
@@ -142,7 +143,7 @@ def scheduler_rules(volcano: str, release: str) -> List[Rule]:
         rules.append(([""], ["pods", "pods/status"], pod_verbs))
     rules.append(([""], ["pods/binding"], ["create"]))
     # 6.0.0's Volcano 1.9.0 manifest lacks the bindings rule its later builds carry.
-    if v19 and Version(release) >= Version("7.3.0"):
+    if v19 and traits(release).volcano_73_scheduler:
         rules.append(([""], ["bindings"], ["create"]))
     storage = ["storageclasses", "csinodes", "csidrivers", "csistoragecapacities"]
     if v112:
@@ -316,14 +317,14 @@ def scheduler_flags(s: Settings) -> List[str]:
             "--schedule-period=1s",
         ]
     # --percentage-nodes-to-find=100 (score every node) is in the 1.9/1.12 manifests from 7.3.0.
-    if is_112(vv) or (is_19(vv) and Version(s.release) >= Version("7.3.0")):
+    if is_112(vv) or (is_19(vv) and s.t.volcano_73_scheduler):
         flags.append("--percentage-nodes-to-find=100")
     if is_112(vv):
         flags.append("--node-worker-threads=20")
     flags += [
         f"--log_dir={log_dir}",
         f"--log_file={log_dir}/volcano-scheduler.log",
-        "-v=3" if s.t.v26 else "-v=2",
+        "-v=3" if s.t.volcano_verbose_log else "-v=2",
     ]
     return flags
 

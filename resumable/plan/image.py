@@ -9,7 +9,6 @@ from .. import constants as C
 from .. import releases as R
 from ..choices import WheelName
 from ..facts import WHEELS, JobFacts, needed_wheels
-from ..versions import Version
 from .model import ImagePlan, Note, WheelPlan
 
 
@@ -61,8 +60,8 @@ def build_image(f: JobFacts, profile_dir: Optional[str]) -> ImagePlan:
     if (
         f.is_pytorch
         and torch is not None
-        and torch >= Version(R.PREFIX_STORE_TORCH)
-        and f.release.major_minor == (7, 2)
+        and R.at_least(torch, R.PREFIX_STORE_TORCH)
+        and R.on_line(f.release, R.RENDEZVOUS_EDIT_LINE)
     ):
         notes.append(
             Note(

@@ -8,7 +8,6 @@ from .. import constants as C
 from .. import releases as R
 from ..envtable import taskd_process_enable, uses_mindio_ttp
 from ..facts import JobFacts
-from ..versions import Version
 from .model import EnvVar, LauncherPlan, LaunchOptions, MsrunOptions, Note, TaskdManagerPlan, TorchrunOptions
 
 #: The shell test PLR's train_start.sh uses to start the TaskD Manager on one pod only
@@ -131,7 +130,7 @@ def build_launcher(f: JobFacts, log_root: str = C.JOB_LOG_ROOT) -> LauncherPlan:
     # torch >= 2.6 keeps one TCPStore for all restarts of a static rendezvous ("We create a new TCPStore
     # for every retry so no need to add prefix", rendezvous.py), so restarted workers read the old
     # attempt's addresses and fail to connect; MindCluster 7.2 edits rendezvous.py, TaskD 7.3 patches it.
-    attempt_store = job.launcher != "msrun" and f.torch is not None and f.torch >= Version(R.PREFIX_STORE_TORCH)
+    attempt_store = job.launcher != "msrun" and f.torch is not None and R.at_least(f.torch, R.PREFIX_STORE_TORCH)
     if attempt_store:
         notes.append(
             Note(

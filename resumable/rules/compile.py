@@ -8,7 +8,6 @@ from .. import constants as C
 from .. import releases as R
 from ..facts import JobFacts, uses_compile_cache
 from ..profile import Profile
-from ..versions import Version
 from .base import WARNING, Finding, job_rule
 
 
@@ -51,14 +50,14 @@ def compile_cann(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     if f.cann is None:
         yield Finding(
             paths,
-            "compile.mode %s needs CANN %s or later and image.cann is not declared" % (mode, R.COMPILE_CANN),
+            "compile.mode %s needs CANN %s or later and image.cann is not declared" % (mode, R.COMPILE_CANN.since),
             "Declare image.cann.",
             severity=WARNING,
         )
-    elif f.cann < Version(R.COMPILE_CANN):
+    elif not R.at_least(f.cann, R.COMPILE_CANN):
         yield Finding(
             paths,
-            "compile.mode %s needs CANN %s or later, the image has %s" % (mode, R.COMPILE_CANN, f.cann),
+            "compile.mode %s needs CANN %s or later, the image has %s" % (mode, R.COMPILE_CANN.since, f.cann),
             "Upgrade CANN or set compile.mode: default.",
         )
 
@@ -122,14 +121,14 @@ def msrun_compile_mode(profile: Profile, f: JobFacts) -> Iterable[Finding]:
         yield Finding(
             paths,
             "compile.mode %s on MindSpore calls op_compile, which needs MindSpore %s or later, and "
-            "image.mindspore is not declared" % (mode, R.OP_COMPILE_MINDSPORE),
+            "image.mindspore is not declared" % (mode, R.OP_COMPILE_MINDSPORE.since),
             "Declare image.mindspore.",
             severity=WARNING,
         )
-    elif f.mindspore < Version(R.OP_COMPILE_MINDSPORE):
+    elif not R.at_least(f.mindspore, R.OP_COMPILE_MINDSPORE):
         yield Finding(
             paths,
             "compile.mode %s on MindSpore calls op_compile, which MindSpore %s does not have (from %s)"
-            % (mode, f.mindspore, R.OP_COMPILE_MINDSPORE),
-            "Upgrade MindSpore to %s or later, or set compile.mode: default." % R.OP_COMPILE_MINDSPORE,
+            % (mode, f.mindspore, R.OP_COMPILE_MINDSPORE.since),
+            "Upgrade MindSpore to %s or later, or set compile.mode: default." % R.OP_COMPILE_MINDSPORE.since,
         )

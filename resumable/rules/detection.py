@@ -46,14 +46,14 @@ def watchdog_support(profile: Profile, f: JobFacts) -> Iterable[Finding]:
         yield Finding(
             [f.where("recovery.watchdog"), *_image_paths(f)],
             "watchdog is on but needs torch >= %s and torch_npu (FrameworkPTAdapter) newer than %s; the image "
-            "has %s" % (R.WATCHDOG_TORCH, R.WATCHDOG_ADAPTER_ABOVE, _software(f)),
+            "has %s" % (R.WATCHDOG_TORCH.since, R.WATCHDOG_ADAPTER_ABOVE.since, _software(f)),
             "Upgrade the image (and declare image.torch and image.torch_npu), or set recovery.watchdog: auto.",
         )
     else:
         yield Finding(
             [f.where("recovery.watchdog"), *_image_paths(f)],
             "watchdog is on but MindSpore's HCCL watchdog needs MindSpore >= %s (profile: %s)"
-            % (R.WATCHDOG_MINDSPORE, f.mindspore),
+            % (R.WATCHDOG_MINDSPORE.since, f.mindspore),
             "Upgrade MindSpore (and declare image.mindspore) or set recovery.watchdog: auto.",
         )
 

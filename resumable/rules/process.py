@@ -9,7 +9,6 @@ from .. import constants as C
 from .. import releases as R
 from ..facts import JobFacts
 from ..profile import STRATEGIES, Profile
-from ..versions import Version
 from .base import WARNING, Finding, job_rule
 
 
@@ -240,7 +239,7 @@ def graceful_exclusive(profile: Profile, f: JobFacts) -> Iterable[Finding]:
             "Drop recovery.graceful (it is deprecated) and keep the strategies.",
         )
     last = R.GRACEFUL_PYTORCH_LAST if f.is_pytorch else R.GRACEFUL_MINDSPORE_LAST
-    if f.release > Version(last.since):
+    if R.above(f.release, last):
         yield Finding(
             [where, "cluster.mindcluster"],
             "graceful fault tolerance is not supported after %s for %s (cluster: %s)"

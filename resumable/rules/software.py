@@ -8,7 +8,6 @@ from .. import releases as R
 from .. import wheelfiles
 from ..facts import WHEELS, JobFacts, needed_wheels, version_or_none
 from ..profile import Profile
-from ..versions import Version
 from .base import WARNING, Finding, job_rule
 
 
@@ -52,9 +51,10 @@ def msrun_options(profile: Profile, f: JobFacts) -> Iterable[Finding]:
             )
 
 
-def _adapter_gate(f: JobFacts, above: str, what: str, path: str) -> Iterable[Finding]:
+def _adapter_gate(f: JobFacts, gate: R.Gate, what: str, path: str) -> Iterable[Finding]:
     paths = [path, "%s.image.torch_npu" % f.path, "%s.image.framework_pt_adapter" % f.path]
-    newer = f.adapter_info.above(above)
+    above = gate.since
+    newer = f.adapter_info.above(gate)
     if newer is None:
         yield Finding(
             paths,
@@ -307,10 +307,10 @@ def mindio_acp(profile: Profile, f: JobFacts) -> Iterable[Finding]:
             "checkpoint.mindio_acp is on but the image has no mindio_acp wheel",
             "Declare image.mindio_acp (and image.wheels.mindio_acp).",
         )
-    if not f.is_pytorch and (f.mindspore is None or f.mindspore < Version(R.ACP_MINDSPORE)):
+    if not f.is_pytorch and (f.mindspore is None or not R.at_least(f.mindspore, R.ACP_MINDSPORE)):
         yield Finding(
             [where, "%s.image.mindspore" % f.path],
-            "MindIO ACP with MindSpore needs MindSpore %s or later (image: %s)" % (R.ACP_MINDSPORE, f.mindspore),
+            "MindIO ACP with MindSpore needs MindSpore %s or later (image: %s)" % (R.ACP_MINDSPORE.since, f.mindspore),
             "Upgrade MindSpore or turn checkpoint.mindio_acp off.",
         )
     if f.job.image.mindspeed_llm is not None and (f.process_level or f.hot_switch):

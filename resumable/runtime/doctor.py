@@ -16,6 +16,7 @@ import tempfile
 from typing import Dict, List, Mapping, Optional, Tuple
 
 from .. import constants as C
+from .. import releases
 from ..plan.model import JobPlan
 from ..versions import Version, VersionError
 from . import installed
@@ -51,7 +52,7 @@ class Check:
 
 def _pip_style(version: str) -> bool:
     try:
-        return Version(version).release[0] < 5
+        return not releases.is_adapter_style(Version(version))
     except VersionError:
         return False
 
