@@ -15,7 +15,7 @@ from typing import Any, Iterator, List, Tuple
 import pytest
 import yaml
 
-from resumable import envtable
+from resumable import envowners
 from resumable import releases as R
 from resumable.docsgen import profile_markdown, rules_markdown
 from resumable.plan import build_plan
@@ -63,7 +63,7 @@ def test_every_rule_cites_known_sources() -> None:
 
 
 def test_tables_cite_known_sources() -> None:
-    for owner in envtable.ENV_OWNERS:
+    for owner in envowners.ENV_OWNERS:
         assert unresolved(owner.source) == [], owner
     assert unresolved(R.TORCH_NPU_SOURCE) == []
     for name in dir(R):
