@@ -218,14 +218,14 @@ def python_path(*dirs: Path) -> str:
 
 def process_tree(root: int) -> List[Any]:
     """Every live process below ``root`` with its /proc stat (to recognise it later)."""
-    from resumable.runtime.supervisor import descendants, proc_stat
+    from resumable.runtime.proctable import descendants, proc_stat
 
     return [(pid, proc_stat(pid)) for pid in descendants(root)]
 
 
 def left_behind(tree: List[Any]) -> List[int]:
     """The processes of ``tree`` (same pid, same start time) still alive and not zombies."""
-    from resumable.runtime.supervisor import proc_stat
+    from resumable.runtime.proctable import proc_stat
 
     left = []
     for pid, st in tree:

@@ -18,7 +18,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import pytest
 
 from resumable import constants as C
-from resumable.runtime.supervisor import decode_status, descendants, proc_stat, shell_code
+from resumable.runtime.proctable import descendants, proc_stat
+from resumable.runtime.supervisor import decode_status, shell_code
 
 from .conftest import (
     FIXTURES,
