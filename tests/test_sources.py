@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 from typing import Any, Iterator, List, Tuple
 
 import pytest
 import yaml
+from conftest import EXAMPLES, ROOT
 
 from resumable import envowners
 from resumable import releases as R
@@ -23,9 +23,6 @@ from resumable.plan.model import Plan
 from resumable.profile import Profile, load_profile, parse_profile
 from resumable.rules import REGISTRY
 from resumable.sources import SOURCES, code_of, sources_markdown, unknown_codes_in_text, unresolved
-
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "examples"
 
 #: Text that sends a reader to files outside the repository (by path, or by the name of a research
 #: note the project's authors kept outside it).

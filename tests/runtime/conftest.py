@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence
 
 import pytest
+from conftest import FIXTURES as TEST_FIXTURES
 
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "tests" / "fixtures" / "runtime"
-EXAMPLES = ROOT / "examples"
+FIXTURES = TEST_FIXTURES / "runtime"
 sys.path.insert(0, str(FIXTURES))
 
 import build_fixtures  # noqa: E402
