@@ -284,24 +284,31 @@ def _lift_choice(job: Job, owner: EnvOwner, wanted: str, value: str) -> Optional
     return None
 
 
-def _lift_int(job: Job, owner: EnvOwner, value: str, framework: str) -> Optional[Conflict]:
-    env = owner.name
-    where = owner.fields[0]
-    number = env_int(value)
-    if number is None:
-        return Conflict(env, (), "%s=%s is not an integer" % (env, value), "Set %s instead of env %s." % (where, env))
-    current = _get(job, where)
-    if current is None:
-        _set(job, where, number)
+def _integer(kind: str = "an integer", instead: str = " instead of env %(env)s", note: str = "") -> LiftFn:
+    """A lifter for an integer field: fills null, must equal anything else. ``kind`` names what the
+    value must be, ``instead`` ends the fix of an unreadable value, ``note`` explains the field."""
+
+    def lifter(job: Job, owner: EnvOwner, value: str, framework: str) -> Optional[Conflict]:
+        env = owner.name
+        where = owner.fields[0]
+        number = env_int(value)
+        if number is None:
+            fix = "Set %s%s." % (where, instead % {"env": env})
+            return Conflict(env, (), "%s=%s is not %s" % (env, value, kind), fix)
+        current = _get(job, where)
+        if current is None:
+            _set(job, where, number)
+            return None
+        if current != number:
+            return Conflict(
+                env,
+                (where,),
+                "env %s=%s disagrees with %s %s%s" % (env, value, where, current, note),
+                "Keep one of the two: remove %s from env, or set %s: %d." % (env, where, number),
+            )
         return None
-    if current != number:
-        return Conflict(
-            env,
-            (where,),
-            "env %s=%s disagrees with %s %s" % (env, value, where, current),
-            "Keep one of the two: remove %s from env, or set %s: %d." % (env, where, number),
-        )
-    return None
+
+    return lifter
 
 
 def _lift_cache_path(job: Job, owner: EnvOwner, value: str, framework: str) -> Optional[Conflict]:
@@ -324,27 +331,6 @@ def _lift_cache_path(job: Job, owner: EnvOwner, value: str, framework: str) -> O
             (path,),
             "env sets %s=%s but %s is %s" % (env, value, path, c.cache_path),
             "Keep one of the two: remove %s from env, or set %s: %s." % (env, path, value.strip()),
-        )
-    return None
-
-
-def _lift_ttp_port(job: Job, owner: EnvOwner, value: str, framework: str) -> Optional[Conflict]:
-    env = owner.name
-    where = owner.fields[0]
-    number = env_int(value)
-    if number is None:
-        return Conflict(env, (), "%s=%s is not a port number" % (env, value), "Set %s instead." % where)
-    current = _get(job, where)
-    if current is None:
-        _set(job, where, number)
-        return None
-    if current != number:
-        return Conflict(
-            env,
-            (where,),
-            "env %s=%s disagrees with %s %s (the port the pods declare as %s)"
-            % (env, value, where, current, C.TTP_PORT_NAME),
-            "Keep one of the two: remove %s from env, or set %s: %d." % (env, where, number),
         )
     return None
 
@@ -417,10 +403,12 @@ LIFTERS: Dict[str, Lifter] = {
     C.ENV_MS_ENABLE_THM: Lifter(_lift_watchdog_thm, True),
     C.ENV_TASKD_PROCESS_ENABLE: Lifter(_choice(_on_off, "on or off"), True),
     C.ENV_ASCEND_CACHE_PATH: Lifter(_lift_cache_path, False),
-    C.ENV_ASCEND_MAX_OP_CACHE_SIZE: Lifter(_lift_int, True),
-    C.ENV_HCCL_CONNECT_TIMEOUT: Lifter(_lift_int, True),
-    C.ENV_HCCL_EXEC_TIMEOUT: Lifter(_lift_int, True),
-    C.ENV_TTP_PORT: Lifter(_lift_ttp_port, True),
+    C.ENV_ASCEND_MAX_OP_CACHE_SIZE: Lifter(_integer(), True),
+    C.ENV_HCCL_CONNECT_TIMEOUT: Lifter(_integer(), True),
+    C.ENV_HCCL_EXEC_TIMEOUT: Lifter(_integer(), True),
+    C.ENV_TTP_PORT: Lifter(
+        _integer("a port number", " instead", " (the port the pods declare as %s)" % C.TTP_PORT_NAME), True
+    ),
     C.ENV_MS_COMPILER_CACHE_ENABLE: Lifter(_lift_graph_cache, False),
     C.ENV_MS_COMPILER_CACHE_PATH: Lifter(_lift_graph_cache_path, False),
     C.ENV_RANK_TABLE_FILE: Lifter(_lift_ranktable, False),
