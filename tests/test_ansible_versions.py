@@ -21,7 +21,7 @@ from conftest import ROOT as REPO
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-import test_versions as tables
+import test_versions as tables  # the resumable.versions test tables, same directory
 
 # the collection is not typed for mypy: load it as a plain module
 av = importlib.import_module("ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_version")
