@@ -6,7 +6,7 @@ computing them here keeps the two from disagreeing.
 
 Each job is first read together with its ``env``: where the profile leaves a setting to the plan
 (``auto``, null) and ``env`` states it, the env value becomes the setting
-(:func:`resumable.envtable.lift`), so rules check a recovery setting the same whichever way it is
+(:func:`resumable.envowners.lift`), so rules check a recovery setting the same whichever way it is
 written and name the env entry when that is where it came from (:meth:`JobFacts.where`).
 """
 
@@ -19,7 +19,7 @@ from . import constants as C
 from . import releases as R
 from . import wheelfiles
 from .choices import Framework, HotReset, TaskdManagerWhere, WheelName, values
-from .envtable import Conflict, lift
+from .envowners import Conflict, lift
 from .profile import STRATEGIES, Cluster, Image, Job, Profile
 from .versions import Version, VersionError
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Dict, List
 
 import pytest
+from conftest import ROOT as REPO
 
-REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures" / "ascend"
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, Dict, Optional
 
 import pytest
+from conftest import ROOT as REPO
 
-REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 

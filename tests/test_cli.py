@@ -13,11 +13,11 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 import yaml
+from conftest import ROOT
 
 from resumable import cli
 from resumable.rules import REGISTRY
 
-ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 EXAMPLE_IDS = [p.stem for p in EXAMPLES]
 

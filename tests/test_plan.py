@@ -11,6 +11,7 @@ from typing import Any, Dict, List
 
 import pytest
 import yaml
+from conftest import EXAMPLES
 
 from resumable.api import PlanError, load_plan
 from resumable.errors import ProfileError
@@ -18,9 +19,6 @@ from resumable.plan import build_plan
 from resumable.plan.model import JobPlan, Plan
 from resumable.profile import Recovery, load_profile, parse_profile
 from resumable.rules import REGISTRY
-
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "examples"
 
 
 def plan_of(name: str) -> Plan:

@@ -6,6 +6,7 @@ from typing import Dict, List, Optional, Tuple
 
 from .. import constants as C
 from .. import releases as R
+from ..envderived import mindio_ttp_port
 from ..facts import JobFacts, uses_compile_cache
 from .budget import budget, ladder
 from .env import container_env
@@ -79,8 +80,9 @@ def ports(f: JobFacts) -> List[Port]:
         out.append(Port(C.ASCENDJOB_PORT_NAME, C.ASCENDJOB_PORT_DEFAULT, reason=why))
     if f.uses_taskd:
         out.append(Port(C.TASKD_PORT_NAME, C.TASKD_MANAGER_PORT, reason="TaskD Manager, on every pod (RT04)"))
-    if ("dump" in f.strategies or f.process_level) and job.recovery.ttp_port is not None:
-        out.append(Port(C.TTP_PORT_NAME, job.recovery.ttp_port, reason="MindIO TTP controller (RT05)"))
+    ttp_port = mindio_ttp_port(f)
+    if ttp_port is not None:
+        out.append(Port(C.TTP_PORT_NAME, ttp_port, reason="MindIO TTP controller (RT05)"))
     return out
 
 

@@ -6,7 +6,7 @@ from typing import Dict, List, Optional, Tuple
 
 from .. import constants as C
 from .. import releases as R
-from ..envtable import taskd_process_enable, uses_mindio_ttp
+from ..envderived import mindio_ttp_port, taskd_process_enable
 from ..facts import JobFacts
 from .model import EnvVar, LauncherPlan, LaunchOptions, MsrunOptions, Note, TaskdManagerPlan, TorchrunOptions
 
@@ -26,14 +26,6 @@ def job_log_dir(f: JobFacts, root: str) -> str:
     after the job."""
     key = C.ENV_MINDX_TASK_ID if f.job.kind == "ascendjob" else C.ENV_RESUMABLE_JOB
     return "%s/$(%s)" % (root, key)
-
-
-def mindio_ttp_port(f: JobFacts) -> Optional[int]:
-    """The MindIO TTP controller port when the job uses the controller (the TTP_PORT the plan sets,
-    envtable.derived_env), else None."""
-    if (uses_mindio_ttp(f) or "dump" in f.strategies) and f.job.recovery.ttp_port is not None:
-        return f.job.recovery.ttp_port
-    return None
 
 
 def hang_timeout(f: JobFacts) -> Tuple[int, Note]:
