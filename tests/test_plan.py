@@ -11,7 +11,7 @@ from typing import Any, Dict, List
 
 import pytest
 import yaml
-from conftest import EXAMPLES
+from conftest import EXAMPLES, ROOT
 
 from resumable.api import PlanError, load_plan
 from resumable.errors import ProfileError
