@@ -38,10 +38,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "runtime")
 TRAIN = os.path.join(FIXTURES, "train_ckpt.py")
 sys.path.insert(0, FIXTURES)
+sys.path.insert(0, ROOT)
 from build_fixtures import cpu_profile  # noqa: E402  (the profile the runtime tests use)
 
+from resumable import constants as C  # noqa: E402
+
 EXAMPLE = os.path.join(ROOT, "examples", "pytorch-process-recovery.yaml")
-DEFAULT_MONITOR_INTERVAL = 5  # RTO 表2: "不配置该参数时默认为5秒"
+DEFAULT_MONITOR_INTERVAL = C.MONITOR_INTERVAL_DEFAULT  # RTO 表2: "不配置该参数时默认为5秒"
 TARGET_VS_DEFAULT, TARGET_VS_FLOOR = 0.5, 2.0
 FAULT_AT_STEP = 12
 #: the kill lands uniformly in this span after FAULT_AT_STEP: one whole tick of the slowest variant
@@ -49,12 +52,12 @@ PHASE_SPAN = float(DEFAULT_MONITOR_INTERVAL)
 
 
 def plan_monitor_interval() -> int:
-    sys.path.insert(0, ROOT)
     from resumable.api import job_plan, load_plan
+    from resumable.plan.model import TorchrunOptions
 
-    for option in job_plan(load_plan(EXAMPLE)).launcher.options:
-        if option.startswith("--monitor_interval="):
-            return int(option.split("=", 1)[1])
+    config = job_plan(load_plan(EXAMPLE)).launcher.config
+    if isinstance(config, TorchrunOptions) and config.monitor_interval is not None:
+        return config.monitor_interval
     return DEFAULT_MONITOR_INTERVAL
 
 

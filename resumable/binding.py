@@ -188,8 +188,12 @@ def _bind(cls: Type[T], data: Any, path: str, problems: List[ProfileError]) -> T
     fields = _fields(cls)  # type: ignore[arg-type]
     failed = False
     misspelt = set()  # known keys an unknown key is close to: not reported missing as well
+    removed: Mapping[str, str] = getattr(cls, "REMOVED_KEYS", {})
     for key in data:
-        if not isinstance(key, str) or key not in fields:
+        if isinstance(key, str) and key in removed:
+            failed = True
+            _record(problems, ProfileError("%s is no longer a profile field" % key, _key_path(path, key), removed[key]))
+        elif not isinstance(key, str) or key not in fields:
             failed = True
             misspelt.update(difflib.get_close_matches(str(key), list(fields), n=1, cutoff=0.6))
             _record(

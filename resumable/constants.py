@@ -25,8 +25,10 @@ LABEL_RESET = "reset"
 # --- job annotations ---------------------------------------------------------------------------------
 ANNOTATION_RECOVER_STRATEGY = "recover-strategy"
 ANNOTATION_WAIT_RESCHEDULE_TIMEOUT = "wait-reschedule-timeout"
+#: wait-reschedule-timeout in seconds: "默认值为270。取值范围为30~270" (YAMLCFG)
+WAIT_RESCHEDULE_TIMEOUT_DEFAULT = 270
+RANGE_WAIT_RESCHEDULE_TIMEOUT = (30, WAIT_RESCHEDULE_TIMEOUT_DEFAULT)
 ANNOTATION_SCHEDULE_POLICY = "huawei.com/schedule_policy"
-ANNOTATION_RECOVER_POLICY_PATH = "huawei.com/recover_policy_path"
 #: logical SuperPoD size of an A3 job (YAMLCFG; the operator reads it, pkg/utils/superpod.go)
 ANNOTATION_SP_BLOCK = "sp-block"
 
@@ -55,6 +57,7 @@ HOST_ARCH_VALUES = {"aarch64": "huawei-arm", "x86_64": "huawei-x86"}
 TASKD_MANAGER_PORT = 9601
 TASKD_PORT_NAME = "taskd-port"
 TASKD_PROXY_PORT = 9602
+#: MindIO TTP controller port when recovery.ttp_port is not given (TTP_PORT; RT06)
 TTP_PORT_DEFAULT = 8000
 TTP_PORT_NAME = "ttp-port"
 ASCENDJOB_PORT_DEFAULT = 2222
@@ -101,9 +104,7 @@ ENV_PROCESS_RECOVER = "PROCESS_RECOVER"
 ENV_ELASTIC_PROCESS_RECOVER_ENABLE = "ELASTIC_PROCESS_RECOVER_ENABLE"
 ENV_ENABLE_RESTART_FAULT_PROCESS = "ENABLE_RESTART_FAULT_PROCESS"
 ENV_HIGH_AVAILABILITY = "HIGH_AVAILABILITY"
-ENV_MS_ENABLE_TFT = "MS_ENABLE_TFT"
 ENV_MS_ENABLE_THM = "MS_ENABLE_THM"
-ENV_MINDIO_FOR_MINDSPORE = "MINDIO_FOR_MINDSPORE"
 ENV_MINDIO_WAIT_MINDX_TIME = "MINDIO_WAIT_MINDX_TIME"
 ENV_ASCEND_CACHE_PATH = "ASCEND_CACHE_PATH"
 ENV_ASCEND_MAX_OP_CACHE_SIZE = "ASCEND_MAX_OP_CACHE_SIZE"
@@ -231,6 +232,14 @@ RUNPY_IMPORTS_KNOWN = (RUNPY_IMPORT_TASKD, RUNPY_IMPORT_MINDX_ELASTIC)
 #: "不配置该参数时默认为32767次" (RTO 表2); TaskD's patch turns 0 into 32767
 #: (MC:component/taskd/taskd/python/adaptor/patch/torch_patch.py).
 MAX_RESTARTS_UNDER_AGENT = 32767
+#: torchrun --monitor_interval in seconds when the profile leaves it unset: "不配置该参数时默认为5秒" (RTO 表2).
+#: The plan then leaves the option to torchrun, whose own default is lower (0.1 s in torch 2.13's
+#: torch/distributed/run.py, TORCH), so this is the most a process fault waits for the agent's next look.
+MONITOR_INTERVAL_DEFAULT = 5
+#: The agent looks at its workers once per monitor interval (TORCH torch/distributed/elastic/agent/server/api.py
+#: SimpleElasticAgent._invoke_run: sleep(monitor_interval), then _monitor_workers); the derived hang timeout
+#: is at least this many ticks (PROJECT), torch's 0.1 s counted as 1 s
+HANG_MONITOR_TICKS = 3
 
 # --- the profile inside the training container (this project's convention) ----------------------------
 #: `resumable launch` / `doctor` read the profile from $RESUMABLE_PROFILE (default below) and the job

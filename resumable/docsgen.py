@@ -8,7 +8,7 @@ from typing import Dict, List, Sequence
 from . import hardware as H
 from . import releases as R
 from .binding import markdown_reference
-from .envtable import ENV_OWNERS
+from .envowners import ENV_OWNERS
 from .fileio import ensure_directory, write_file
 from .profile import Profile
 from .rules import REGISTRY

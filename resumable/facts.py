@@ -6,7 +6,7 @@ computing them here keeps the two from disagreeing.
 
 Each job is first read together with its ``env``: where the profile leaves a setting to the plan
 (``auto``, null) and ``env`` states it, the env value becomes the setting
-(:func:`resumable.envtable.lift`), so rules check a recovery setting the same whichever way it is
+(:func:`resumable.envowners.lift`), so rules check a recovery setting the same whichever way it is
 written and name the env entry when that is where it came from (:meth:`JobFacts.where`).
 """
 
@@ -19,7 +19,7 @@ from . import constants as C
 from . import releases as R
 from . import wheelfiles
 from .choices import Framework, HotReset, TaskdManagerWhere, WheelName, values
-from .envtable import Conflict, lift
+from .envowners import Conflict, lift
 from .profile import STRATEGIES, Cluster, Image, Job, Profile
 from .versions import Version, VersionError
 
@@ -59,6 +59,12 @@ class Adapter:
         if R.above(self.release, floor):
             return True
         return False if self.exact else None
+
+
+def agent_in_container(process_level: bool, pod_level: bool, hot_switch: bool, graceful: bool) -> bool:
+    """Whether an in-container agent restarts processes: graceful fault tolerance, Pod- or process-level
+    rescheduling, hot switching (RTO 表2; PLR 构建镜像)."""
+    return process_level or pod_level or hot_switch or graceful
 
 
 @dataclass
@@ -110,9 +116,8 @@ class JobFacts:
 
     @property
     def in_container_agent(self) -> bool:
-        """An in-container agent restarts processes: graceful fault tolerance, Pod- or process-level
-        rescheduling, hot switching (RTO 表2; PLR 构建镜像)."""
-        return self.process_level or self.pod_level or self.hot_switch or self.graceful
+        """An in-container agent restarts processes (see :func:`agent_in_container`)."""
+        return agent_in_container(self.process_level, self.pod_level, self.hot_switch, self.graceful)
 
     def at_least(self, gate: R.Gate) -> bool:
         return R.at_least(self.release, gate)
@@ -193,7 +198,7 @@ def job_facts(profile: Profile, index: int) -> JobFacts:
     process_level = bool(seen)
     pod_level = job.recovery.pod_rescheduling
     hot_switch = job.recovery.sub_health == "hotSwitch"
-    in_container_agent = process_level or pod_level or hot_switch or job.recovery.graceful
+    in_container_agent = agent_in_container(process_level, pod_level, hot_switch, job.recovery.graceful)
     taskd_era = R.at_least(release, R.TASKD_RUNPY_PATCH)
     uses_taskd = (process_level or hot_switch) and R.at_least(release, R.TASKD_MANAGER)
     if framework == "mindspore" and pod_level and R.at_least(release, R.TASKD_MANAGER):

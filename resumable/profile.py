@@ -7,7 +7,7 @@ A profile has one cluster and one or more jobs. These dataclasses are its schema
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, ClassVar, Dict, List, Optional, Tuple
 
 from . import constants as C
 from . import formats as F
@@ -377,17 +377,18 @@ class Recovery:
         default=None,
         metadata=spec(
             "torchrun --max_restarts: faults tolerated inside the container, an integer; null = the TaskD "
-            "default 32767 (RTO 表2). The range 0 to 32767 is this project's limit (PROJECT). torchrun "
-            "only: msrun has no such option (MS-MSRUN).",
+            "default %d (RTO 表2). The range 0 to %d is this project's limit (PROJECT). torchrun "
+            "only: msrun has no such option (MS-MSRUN)." % (C.MAX_RESTARTS_UNDER_AGENT, C.MAX_RESTARTS_UNDER_AGENT),
             minimum=0,
-            maximum=32767,
+            maximum=C.MAX_RESTARTS_UNDER_AGENT,
         ),
     )
     monitor_interval: Optional[int] = field(
         default=None,
         metadata=spec(
-            "torchrun --monitor_interval in seconds, an integer; null = 5 (RTO 表2). The range 1 to 3600 is "
-            "this project's limit (PROJECT). torchrun only: msrun has no such option (MS-MSRUN).",
+            "torchrun --monitor_interval in seconds, an integer; null = %d (RTO 表2). The range 1 to 3600 is "
+            "this project's limit (PROJECT). torchrun only: msrun has no such option (MS-MSRUN)."
+            % C.MONITOR_INTERVAL_DEFAULT,
             minimum=1,
             maximum=3600,
         ),
@@ -412,9 +413,10 @@ class Recovery:
     wait_reschedule_timeout: Optional[int] = field(
         default=None,
         metadata=spec(
-            "Annotation wait-reschedule-timeout in seconds; null = 270 (YAMLCFG, range 30 to 270).",
-            minimum=30,
-            maximum=270,
+            "Annotation wait-reschedule-timeout in seconds; null = %d (YAMLCFG, range %d to %d)."
+            % (C.WAIT_RESCHEDULE_TIMEOUT_DEFAULT, *C.RANGE_WAIT_RESCHEDULE_TIMEOUT),
+            minimum=C.RANGE_WAIT_RESCHEDULE_TIMEOUT[0],
+            maximum=C.RANGE_WAIT_RESCHEDULE_TIMEOUT[1],
         ),
     )
     graceful: bool = field(
@@ -450,7 +452,7 @@ class Recovery:
         metadata=spec("Replica restartPolicy."),
     )
     ttp_port: Optional[int] = field(
-        default=8000,
+        default=C.TTP_PORT_DEFAULT,
         metadata=spec("MindIO TTP controller port (TTP_PORT, port ttp-port; RT06).", minimum=1, maximum=65535),
     )
 
@@ -558,6 +560,13 @@ class JobVolume:
 class Job:
     """One training job template."""
 
+    #: fields that were removed, and what a profile that still sets one must do (binding refuses it)
+    REMOVED_KEYS: ClassVar[Dict[str, str]] = {
+        "taskd_port": "TaskD's Manager always listens on %d (a constant in TaskD: MC:component/taskd/taskd/go/common/"
+        "constant/const.go MgrPort), so the field could only be %d and the plan declares that port on every pod "
+        "itself. Remove taskd_port from the job." % (C.TASKD_MANAGER_PORT, C.TASKD_MANAGER_PORT),
+    }
+
     name: str = field(default="", metadata=spec("Job name.", required=True, dns_name=True))
     namespace: str = field(default="default", metadata=spec("Namespace.", dns_name=True))
     kind: JobKind = field(
@@ -592,9 +601,6 @@ class Job:
         metadata=spec(
             "Where the TaskD Manager runs: auto, rank0 (PyTorch), scheduler (MindSpore scheduler pod), off.",
         ),
-    )
-    taskd_port: int = field(
-        default=9601, metadata=spec("TaskD Manager port (fixed at 9601 by TaskD).", minimum=1, maximum=65535)
     )
     env: Dict[str, str] = field(
         default_factory=dict,

@@ -22,8 +22,6 @@ class Gate(NamedTuple):
 # --- feature gates (first MindCluster release that has the feature) -----------------------------
 #: Pod-level rescheduling needs cluster components 6.0.RC2 or later (RTO 表2).
 POD_RESCHEDULING = Gate("6.0.RC2", "RTO 表2; RT01")
-#: Job-level rescheduling documented from 6.0.RC2 (RT01, Job-level constraints).
-JOB_RESCHEDULING = Gate("6.0.RC2", "RT01 Job-level rescheduling constraints")
 #: TaskD Manager API (init_taskd_manager/start_taskd_manager) exists from 7.1.RC1.
 TASKD_MANAGER = Gate("7.1.RC1", "MC:@v7.1.RC1 component/taskd/taskd/api/; HA71-025")
 #: recover-in-place strategy added in 7.1.RC1.

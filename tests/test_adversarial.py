@@ -25,8 +25,8 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence
 
 import pytest
 import yaml
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "pytorch-process-recovery.yaml"
 #: The acceptance limit for one bad input (interpreter start-up included).
 LIMIT_SECONDS = 5.0

@@ -10,12 +10,13 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Dict, List
 
 import pytest
+from conftest import ROOT as REPO
 
-REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures" / "ascend"
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
@@ -75,6 +76,54 @@ def test_fixture_npu_smi_a3_table(tmp_path: Path) -> None:
     ]
     board = hw.parse_board(_run([str(FIXTURES / "npu-smi"), "info", "-t", "board", "-i", "1"], env).stdout)
     assert board == {"board_id": "0xb1", "firmware_version": "7.1.0.11.220", "software_version": "25.2.0"}
+
+
+def test_fixture_npu_smi_atlas_950_table(tmp_path: Path) -> None:
+    """Atlas 350/950 (19e5:d806) print the "NPU ID | Name" layout, not the 910B one."""
+    env = _node(tmp_path, device="0xd806", chips=2)
+    (tmp_path / "state" / "busy").write_text("")
+    out = _run([str(FIXTURES / "npu-smi"), "info"], env).stdout
+    assert "| NPU ID | Name " in out and "| Chip" not in out
+    parsed = hw.parse_npu_smi(out)
+    assert parsed["npus"] == {"0": "OK", "1": "OK"} and parsed["driver_version"] == "25.2.0"
+    assert [(c["chip"], c["name"], c["bus_id"]) for c in parsed["chips"]] == [
+        ("0", "Ascend950PR", "0000:01:00.0"),
+        ("0", "Ascend950PR", "0000:02:00.0"),
+    ]
+    assert [p["pid"] for p in parsed["processes"]] == ["4242"]
+    board = _run([str(FIXTURES / "npu-smi"), "info", "-t", "board", "-i", "1"], env).stdout
+    assert "Ascend950PR" in board and hw.parse_board(board)["firmware_version"] == "7.1.0.11.220"
+
+
+def test_fixture_reboot_device_boot_time(tmp_path: Path) -> None:
+    """After reboot-node.sh the devices are not started for device_boot_seconds (default 0: at once)."""
+    env = _node(tmp_path)
+    state, root = tmp_path / "state", tmp_path / "Ascend"
+    (root / "driver" / "tools").mkdir(parents=True)
+    (root / "driver" / "version.info").write_text("Version=25.3.0\n")
+    (root / "driver" / "tools" / "upgrade-tool").write_text("#!/bin/sh\n")
+    (root / "driver" / "tools" / "upgrade-tool").chmod(0o755)
+    (root / "firmware").mkdir()
+    (root / "firmware" / "version.info").write_text("Version=7.8.0.1.220\n")
+    env = dict(env, ASCEND_FIXTURE_ROOT=str(root))
+    reboot, smi = str(FIXTURES / "reboot-node.sh"), str(FIXTURES / "npu-smi")
+    _run([reboot], env)
+    assert hw.parse_npu_smi(_run([smi, "info"], env).stdout)["driver_version"] == "25.3.0"
+    (state / "device_boot_seconds").write_text("600\n")
+    _run([reboot], env)
+    booting = _run([smi, "info"], env, check=False)
+    assert booting.returncode == 1 and "-8005" in booting.stderr
+    kube = [KUBECTL, "get", "node", "n1", "-o", "json"]
+    _run([KUBECTL, "fixture", "node", "n1", "--local", "workerselector=dls-worker-node"], env)
+    assert "huawei.com/Ascend910" not in json.loads(_run(kube, env).stdout)["status"]["allocatable"]
+    ready_at = int((state / "devices_ready_at").read_text())
+    assert 590 <= ready_at - time.time() <= 600
+    (state / "devices_ready_at").write_text("%d\n" % (time.time() - 1))  # ten minutes later
+    board = hw.parse_board(_run([smi, "info", "-t", "board", "-i", "0"], env).stdout)
+    assert board["software_version"] == "25.3.0" and board["firmware_version"] == "7.8.0.1.220"
+    assert json.loads(_run(kube, env).stdout)["status"]["allocatable"]["huawei.com/Ascend910"] == "2"
+    (state / "device_boot_seconds").write_text("soon\n")
+    assert _run([reboot], env, check=False).returncode == 2
 
 
 def test_fixture_npu_smi_without_a_loaded_driver(tmp_path: Path) -> None:
@@ -232,7 +281,7 @@ def test_emulated_kubectl_refuses_what_kubectl_refuses(tmp_path: Path) -> None:
     assert _run([k, "wait", "--for=condition=Ready", "node/w1"], env, check=False).returncode == 1
     # the device plugin pod: drain keeps it (DaemonSet), delete replaces it under a new name
     drained = _run([k, "drain", "w1", "--ignore-daemonsets"], env)
-    assert "ignoring DaemonSet-managed Pods: kube-system/ascend-device-plugin-daemonset-w1-0" in drained.stdout
+    assert "ignoring DaemonSet-managed Pods: kube-system/ascend-device-plugin-daemonset-w1-0" in drained.stderr
     pods = [
         k,
         "get",
@@ -265,3 +314,88 @@ def test_emulated_kubectl_refuses_what_kubectl_refuses(tmp_path: Path) -> None:
         ).returncode
         == 1
     )
+
+
+def _kube(tmp_path: Path) -> Dict[str, str]:
+    return dict(os.environ, KUBE_FIXTURE_STATE=str(tmp_path), ASCEND_FIXTURE_ENV=str(tmp_path / "none"))
+
+
+def test_emulated_drain_refuses_what_kubectl_drain_refuses(tmp_path: Path) -> None:
+    """kubernetes/kubectl v0.34.0 pkg/drain/filters.go: DaemonSet pods (180-210), emptyDir pods (219-235)
+    and pods without a controller (237-251) refuse the whole drain, nothing evicted, node left cordoned."""
+    env, k = _kube(tmp_path), KUBECTL
+    _run([k, "fixture", "node", "w1"], env)
+    _run([k, "fixture", "daemonset-pod", "kube-system", "kube-proxy", "k8s-app=kube-proxy", "w1"], env)
+    _run([k, "fixture", "pod", "default", "train-0", "w1", "app=train"], env)
+    _run([k, "fixture", "pod", "default", "scratch-0", "w1", "--emptydir"], env)
+    _run([k, "fixture", "pod", "default", "bare", "w1", "--bare"], env)
+    _run([k, "fixture", "pod", "default", "done", "w1", "--bare", "--phase=Succeeded"], env)
+
+    def drain(*flags: str) -> subprocess.CompletedProcess:  # type: ignore[type-arg]
+        return _run([k, "drain", "w1", *flags], env, check=False)
+
+    def left() -> List[str]:
+        return sorted(p.stem for p in (tmp_path / "pods").glob("*/*.json"))
+
+    everything = left()
+    plain = drain()
+    assert plain.returncode == 1
+    assert plain.stderr.startswith('error: unable to drain node "w1" due to error: [cannot delete ')
+    assert "cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): kube-system/kube-proxy-w1-0" in (
+        plain.stderr
+    )
+    assert "cannot delete Pods with local storage (use --delete-emptydir-data to override): default/scratch-0" in (
+        plain.stderr
+    )
+    # kubectl's own doubled wording: errors() prefixes "cannot delete " to unmanagedFatal (filters.go:36, 91)
+    assert "cannot delete cannot delete Pods that declare no controller (use --force to override): default/bare" in (
+        plain.stderr
+    )
+    assert "There are pending nodes to be drained:\n w1" in plain.stderr
+    assert left() == everything and plain.stdout.strip() == "node/w1 cordoned"
+    # our roles' flags (ascend_driver_drain_args) still refuse a bare pod: --force is the operator's call
+    ours = drain("--ignore-daemonsets", "--delete-emptydir-data", "--timeout=600s")
+    assert ours.returncode == 1 and "declare no controller (use --force to override): default/bare" in ours.stderr
+    assert "local storage" not in ours.stderr and "DaemonSet" not in ours.stderr and left() == everything
+    forced = drain("--ignore-daemonsets", "--delete-emptydir-data", "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert forced.stderr.startswith("Warning: ") and "deleting Pods that declare no controller: default/bare" in (
+        forced.stderr
+    )
+    assert "ignoring DaemonSet-managed Pods: kube-system/kube-proxy-w1-0" in forced.stderr
+    assert left() == ["kube-proxy-w1-0"] and forced.stdout.splitlines()[-1] == "node/w1 drained"
+    assert "pod/bare evicted" in forced.stdout and "pod/done evicted" in forced.stdout
+
+
+def test_emulated_drain_retries_a_disruption_budget_until_its_timeout(tmp_path: Path) -> None:
+    """kubernetes/kubectl v0.34.0 pkg/drain/drain.go:268-340: eviction refused with 429 by a budget is
+    retried (318-320) until --timeout, then "global timeout reached" (291-296); the other pods are gone."""
+    env, k = _kube(tmp_path), KUBECTL
+    _run([k, "fixture", "node", "w1"], env)
+    _run([k, "fixture", "pod", "default", "train-0", "w1", "app=train"], env)
+    _run([k, "fixture", "pod", "default", "other-0", "w1", "app=other"], env)
+    _run([k, "fixture", "pdb", "default", "train", "app=train", "0"], env)
+    blocked = _run([k, "drain", "w1", "--ignore-daemonsets", "--timeout=1s"], env, check=False)
+    assert blocked.returncode == 1
+    assert (
+        'error when evicting pods/"train-0" -n "default" (will retry after 5s): '
+        "Cannot evict pod as it would violate the pod's disruption budget." in blocked.stderr
+    )
+    assert 'due to error: error when evicting pods/"train-0" -n "default": global timeout reached: 1s' in (
+        blocked.stderr
+    )
+    assert 'There are pending pods in node "w1"' in blocked.stderr and "pod/train-0" in blocked.stderr
+    assert "pod/other-0 evicted" in blocked.stdout and "drained" not in blocked.stdout
+    assert sorted(p.stem for p in (tmp_path / "pods").glob("*/*.json")) == ["train-0"]
+    node = json.loads(_run([k, "get", "node", "w1", "-o", "json"], env).stdout)
+    assert node["spec"]["unschedulable"] is True  # a failed drain leaves the node cordoned
+    # a budget that allows one disruption lets one pod go and spends it
+    _run([k, "fixture", "pdb", "default", "train", "app=train", "1"], env)
+    _run([k, "fixture", "pod", "default", "train-1", "w1", "app=train"], env)
+    again = _run([k, "drain", "w1", "--timeout=1s"], env, check=False)
+    assert again.returncode == 1 and again.stdout.count(" evicted") == 1
+    assert json.loads((tmp_path / "pdb" / "default" / "train.json").read_text())["status"]["disruptionsAllowed"] == 0
+    # --disable-eviction deletes without asking the budget
+    assert _run([k, "drain", "w1", "--disable-eviction", "--timeout=1s"], env).stdout.endswith("node/w1 drained\n")
+    bad = _run([k, "drain", "w1", "--timeout=ten"], env, check=False)
+    assert bad.returncode == 1 and 'invalid duration "ten"' in bad.stderr

@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Any, Dict, Optional
 
 import pytest
+from conftest import ROOT as REPO
 
-REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 hw = importlib.import_module("ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_hardware")
+facts = importlib.import_module("ansible_collections.ascend_resumable.npu.plugins.modules.ascend_npu_facts")
 
 
 def _load(name: str, path: Path) -> Any:
@@ -111,6 +112,36 @@ def test_a3_table_two_chips_per_npu_and_the_bus_id_is_not_the_health() -> None:
         ("1", "1", "3", "0000:9B:00.0", "Warning"),
     ]
     assert parsed["processes"] == []
+
+
+# Atlas 350/950: npu-smi 25.7.rc1.6 on an Ascend950PR card (19e5:d806), as captured on such a node;
+# the id, name and health are separate cells and the chip row carries only the Bus-Id.
+A5_TABLE = """\
++-------------------------------------------------------------------------------------------------+
+| npu-smi 25.7.rc1.6                               Version: 25.7.rc1.6                            |
++--------+------------------+---------------+-----------------------------------------------------+
+| NPU ID | Name             | Health        | Power(W)    Temp(C)           Hugepages-Usage(page) |
+|        |                  | Bus-Id        | NPU Util(%) Memory-Usage(MB)  HBM-Usage(MB)         |
++========+==================+===============+=====================================================+
+| 0      | Ascend950PR      | OK            | 195.6       56                0     / 0             |
+|        |                  | 0000:61:00.0  | 0           0    / 0          5239  / 131072        |
++========+==================+===============+=====================================================+
+| 1      | Ascend950PR      | Critical      | 195.6       56                0     / 0             |
+|        |                  | 0000:62:00.0  | 0           0    / 0          5239  / 131072        |
++========+==================+===============+=====================================================+
+| No running processes found in NPU 0                                                             |
+"""
+
+
+def test_atlas_950_table_npu_id_name_layout() -> None:
+    parsed = hw.parse_npu_smi(A5_TABLE)
+    assert parsed["driver_version"] == "25.7.rc1.6"
+    assert parsed["npus"] == {"0": "OK", "1": "Critical"}
+    assert [(c["npu"], c["chip"], c["name"], c["bus_id"], c["phy_id"]) for c in parsed["chips"]] == [
+        ("0", "0", "Ascend950PR", "0000:61:00.0", None),
+        ("1", "0", "Ascend950PR", "0000:62:00.0", None),
+    ]
+    assert parsed["processes"] == [] and not parsed["phy_id_column"]
 
 
 def test_an_all_digit_npu_name_is_still_an_npu_row() -> None:
@@ -269,6 +300,64 @@ def test_busy_is_what_holds_an_npu_not_what_a_spec_lists() -> None:
     assert hw.npu_holders(smi, [], [kube_proxy, train]) == {"busy": True, "pids": ["401"], "containers": [train]}
     host = [{"pid": "77", "comm": "sleep", "devices": ["/dev/davinci2"]}]
     assert hw.npu_holders([], host, [kube_proxy])["busy"]
+
+
+def test_processes_the_driver_installer_kills_before_its_hot_reset_are_not_busy(tmp_path: Path) -> None:
+    """Huawei driver scripts (verylucky01/driver v8.5.0) common.sh:324-378 killWhiteProcess: the
+    AllowKilledWhenResetNPU:<name>:<pid> entries of /etc/custom_process.cfg (first 20 lines, name checked
+    against /proc/<pid>/status, 240-262) on A2/A3 devices; device_hot_reset.sh:375-385 the
+    "msnpureport report --permanent" daemons when /etc/npu_dev_syslog.cfg enables syslog."""
+    cfg = "# operator list\nAllowKilledWhenResetNPU: npu-exporter :31\nAllowKilledWhenResetNPU:python3:401\nbogus\n"
+    procs = {
+        "31": {"name": "npu-exporter", "cmdline": "npu-exporter -port 8082"},
+        "401": {"name": "train", "cmdline": "python3 train.py"},  # the name must match: not killed
+        "55": {"name": "msnpureport", "cmdline": "msnpureport report --permanent"},
+    }
+    assert hw.reset_killed_pids(cfg, None, ["d802"], procs) == ["31"]
+    assert hw.reset_killed_pids(cfg, "syslog_host_mode:enable\n", ["d803"], procs) == ["31", "55"]
+    # other chips: the installer kills no listed process, only the log daemons
+    assert hw.reset_killed_pids(cfg, "syslog_host_mode:enable\n", ["d806"], procs) == ["55"]
+    assert hw.reset_killed_pids("\n" * 20 + "AllowKilledWhenResetNPU:npu-exporter:31\n", None, ["d802"], procs) == []
+    smi = [{"npu": "0", "chip": "0", "pid": "31", "name": "npu-exporter"}]
+    assert hw.npu_holders(smi, [], [], spared=["31"]) == {"busy": False, "pids": [], "containers": []}
+    assert hw.npu_holders([*smi, {"pid": "401"}], [], [], spared=["31"])["pids"] == ["401"]
+    # the facts module reads name and command line from /proc
+    (tmp_path / "31").mkdir()
+    (tmp_path / "31" / "status").write_text("Name:\tnpu-exporter\nState:\tS\n")
+    (tmp_path / "31" / "cmdline").write_text("npu-exporter\0-port\08082\0")
+    assert facts.process_identities(str(tmp_path), ["31", "999"]) == {
+        "31": {"name": "npu-exporter", "cmdline": "npu-exporter -port 8082"}
+    }
+
+
+class _BoardModule:
+    """run_command of npu-smi with a different running firmware on NPU 1."""
+
+    def __init__(self, table: str, firmware: Dict[str, str]) -> None:
+        self.table, self.firmware, self.calls = table, firmware, []  # type: ignore[var-annotated]
+
+    def run_command(self, argv: Any) -> Any:
+        self.calls.append(argv[1:])
+        if argv[1:] == ["info"]:
+            return 0, self.table, ""
+        npu = argv[-1]
+        return 0, "\tSoftware Version : 25.2.0\n\tFirmware Version : %s\n\tBoard ID : 0x33\n" % self.firmware[npu], ""
+
+
+def test_running_firmware_is_read_from_every_npu(tmp_path: Path) -> None:
+    """A firmware change that reached NPU 0 but not NPU 1 is not running (it was read from NPU 0 only)."""
+    smi_path = tmp_path / "npu-smi"
+    smi_path.write_text("#!/bin/sh\n")
+    smi_path.chmod(0o755)
+    module = _BoardModule(A2_TABLE, {"0": "7.8.0.1.220", "1": "7.7.0.1.231"})
+    smi = facts.npu_smi_facts(module, str(smi_path), True)
+    assert ["info", "-t", "board", "-i", "1"] in module.calls
+    assert smi["firmware_by_npu"] == {"0": "7.8.0.1.220", "1": "7.7.0.1.231"} and smi["firmware_version"] is None
+    assert facts.running_firmware(smi["firmware_by_npu"], "7.8.0.1.220") == "7.7.0.1.231"
+    assert facts.running_firmware(smi["firmware_by_npu"], "7.7.0.1.231") == "7.8.0.1.220"
+    same = facts.npu_smi_facts(_BoardModule(A2_TABLE, {"0": "7.8.0.1.220", "1": "7.8.0.1.220"}), str(smi_path), True)
+    assert facts.running_firmware(same["firmware_by_npu"], "7.8.0.1.220") == "7.8.0.1.220"
+    assert same["board_id"] == "0x33"
 
 
 # --- the driver role's plan -------------------------------------------------------------------

@@ -9,8 +9,8 @@ from typing import List
 
 import pytest
 import yaml
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 MODULES = sorted(ROOT.glob("roles/*/library/*.py")) + sorted(
     ROOT.glob("ansible_collections/ascend_resumable/npu/plugins/modules/*.py")
 )

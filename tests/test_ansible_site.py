@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import Any, List
 
 import yaml
-
-REPO = Path(__file__).resolve().parent.parent
+from conftest import ROOT as REPO
 
 
 def _load(path: Path) -> Any:

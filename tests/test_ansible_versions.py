@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any, List, Set, Tuple
 
 import pytest
+from conftest import ROOT as REPO
 
-REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-import test_versions as tables  # noqa: E402  (the resumable.versions test tables, same directory)
+import test_versions as tables  # the resumable.versions test tables, same directory
 
 # the collection is not typed for mypy: load it as a plain module
 av = importlib.import_module("ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_version")

@@ -13,11 +13,11 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 import yaml
+from conftest import ROOT
 
 from resumable import cli
 from resumable.rules import REGISTRY
 
-ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 EXAMPLE_IDS = [p.stem for p in EXAMPLES]
 
@@ -490,3 +490,16 @@ def test_python_dash_m_resumable(tmp_path: Path) -> None:
 
     version = _subprocess("--version")
     assert version.returncode == 0 and version.stdout.startswith("resumable ")
+
+
+@pytest.mark.parametrize("value", [9601, 9701])
+def test_a_profile_setting_the_removed_taskd_port_is_refused_by_name(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, value: int
+) -> None:
+    text = (ROOT / "examples" / "job-level-minimal.yaml").read_text(encoding="utf-8")
+    text = re.sub(r"(?m)^(  - name: .*)$", r"\1\n    taskd_port: %d" % value, text, count=1)
+    code, _, err = run(capsys, "validate", write(tmp_path, text))
+    assert code == 2
+    assert_one_paragraph(err)
+    assert "jobs[0].taskd_port" in err and "no longer a profile field" in err
+    assert "Remove taskd_port" in err

@@ -13,13 +13,13 @@ from typing import Any, Dict, List
 
 import pytest
 import yaml
+from conftest import ROOT
 
 from resumable import cli
 from resumable.plan import build_plan
 from resumable.profile import parse_profile
 from resumable.rules.base import Violation
 
-ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "pytorch-process-recovery.yaml"
 
 

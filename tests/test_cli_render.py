@@ -7,10 +7,10 @@ from typing import Any, Dict, List
 
 import pytest
 import yaml
+from conftest import ROOT
 
 from resumable.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = str(ROOT / "examples" / "pytorch-process-recovery.yaml")
 
 

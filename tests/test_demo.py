@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import List, Set
 
 import pytest
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 #: the demo's own scripts and the test helpers they import
 CHECKER = [ROOT / "tests" / "manifests" / n for n in ("check_rendered.py", "crdschema.py", "upstream.py")]
 #: import name -> distribution name, for what the checker imports

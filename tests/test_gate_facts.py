@@ -11,13 +11,13 @@ from typing import Any, List, Optional
 
 import pytest
 import yaml
+from conftest import ROOT
 from test_rules import DELETE, J, profile_with
 
 from resumable.plan import build_plan
 from resumable.profile import parse_profile
 from resumable.rules import evaluate
 
-ROOT = Path(__file__).resolve().parents[1]
 ESCALATION = "a fault on the rank-0 pod escalates to job-level rescheduling"
 
 

@@ -5,11 +5,11 @@ build line names the platform, and a rung of the budget that saves nothing says 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
 import yaml
+from conftest import ROOT
 
 from resumable import cli
 from resumable import hardware as H
@@ -19,7 +19,6 @@ from resumable.docsgen import profile_markdown
 from resumable.errors import ProfileError
 from resumable.versions import Version
 
-ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "pytorch-process-recovery.yaml"
 
 

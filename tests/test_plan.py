@@ -11,6 +11,7 @@ from typing import Any, Dict, List
 
 import pytest
 import yaml
+from conftest import EXAMPLES, ROOT
 
 from resumable.api import PlanError, load_plan
 from resumable.errors import ProfileError
@@ -18,9 +19,6 @@ from resumable.plan import build_plan
 from resumable.plan.model import JobPlan, Plan
 from resumable.profile import Recovery, load_profile, parse_profile
 from resumable.rules import REGISTRY
-
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "examples"
 
 
 def plan_of(name: str) -> Plan:
@@ -527,3 +525,29 @@ def test_hang_timeout_from_the_profile_and_the_collective_timeout_note() -> None
     assert "HCCL_EXEC_TIMEOUT" not in text  # 0 = never
     refused = variant("pytorch-process-recovery.yaml", jobs__0__recovery__hang_timeout=5)
     assert "jobs[0].recovery.hang_timeout" in errors_of(refused)["value-range"]
+
+
+def _detect(job: JobPlan, level: str) -> float:
+    line = next(line for line in job.budget.ladder if line.level == level)
+    return next(t.seconds for t in line.terms if t.name == "detect")
+
+
+@pytest.mark.parametrize("interval", [None, 1, 10])
+def test_the_budget_detects_within_the_monitor_interval(interval: Any) -> None:
+    doc = yaml.safe_load((ROOT / "examples" / "pytorch-process-recovery.yaml").read_text(encoding="utf-8"))
+    doc["jobs"][0]["recovery"]["monitor_interval"] = interval
+    job = build_plan(parse_profile(yaml.safe_dump(doc), "x"), "x").jobs[0]
+    expected = 5.0 if interval is None else float(interval)  # unset: torchrun's default, at most RTO 表2's 5 s
+    assert _detect(job, "recover") == expected
+    assert job.launcher.config.monitor_interval == interval  # type: ignore[union-attr]
+    flags = [o for o in job.launcher.options if o.startswith("--monitor_interval")]
+    assert flags == ([] if interval is None else ["--monitor_interval=%d" % interval])
+
+
+def test_the_plan_json_shows_the_typed_launcher_options_as_its_command_line() -> None:
+    job = plan_of("pytorch-process-recovery.yaml").jobs[0]
+    launcher = job.to_dict()["launcher"]
+    assert "config" not in launcher
+    assert launcher["options"] == job.launcher.config.argv()
+    assert launcher["args"] == [*launcher["options"], launcher["script"], *launcher["script_args"]]
+    assert job.to_dict()["command"] == ["resumable", "launch", "--", launcher["script"], *launcher["script_args"]]

@@ -34,11 +34,11 @@ import math
 import os
 import tempfile
 import typing
-from pathlib import Path
 from typing import Any, Callable, Counter, Dict, List
 
 import pytest
 import yaml
+from conftest import ROOT
 
 from resumable import cli
 from resumable.api import PlanError, plan_profile
@@ -64,7 +64,6 @@ if PROFILE_NAME not in ("ci", "dev"):
     PROFILE_NAME = "ci" if os.environ.get("CI") else "dev"
 PROFILE_SETTINGS = settings.get_profile(PROFILE_NAME)
 
-ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = [yaml.safe_load(p.read_text(encoding="utf-8")) for p in sorted((ROOT / "examples").glob("*.yaml"))]
 
 # Real version strings seen across the Ascend stack (MindCluster, CANN, HDK, torch_npu, frameworks, Volcano, k8s).

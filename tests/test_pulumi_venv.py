@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import ROOT
 
 
 def fresh_venv() -> Path:

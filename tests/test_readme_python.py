@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 import pytest
+from conftest import ROOT
 
 tomllib = pytest.importorskip("tomllib", reason="tomllib is Python 3.11's; the test venv has it")
 
-ROOT = Path(__file__).resolve().parents[1]
 Version = Tuple[int, int]
 
 

@@ -183,7 +183,6 @@ CASES: Dict[str, Tuple[List[Tuple[Dict[str, Any], str]], Dict[str, Any]]] = {
         ],
         {J + "taskd_manager": "rank0"},
     ),
-    "taskd-port": ([({J + "taskd_port": 9701}, J + "taskd_port")], {J + "taskd_port": 9601}),
     "taskd-process-enable": (
         [
             ({J + "recovery.taskd_process_enable": "off"}, J + "recovery.taskd_process_enable"),

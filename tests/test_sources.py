@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 from typing import Any, Iterator, List, Tuple
 
 import pytest
 import yaml
+from conftest import EXAMPLES, ROOT
 
-from resumable import envtable
+from resumable import envowners
 from resumable import releases as R
 from resumable.docsgen import profile_markdown, rules_markdown
 from resumable.plan import build_plan
@@ -23,9 +23,6 @@ from resumable.plan.model import Plan
 from resumable.profile import Profile, load_profile, parse_profile
 from resumable.rules import REGISTRY
 from resumable.sources import SOURCES, code_of, sources_markdown, unknown_codes_in_text, unresolved
-
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "examples"
 
 #: Text that sends a reader to files outside the repository (by path, or by the name of a research
 #: note the project's authors kept outside it).
@@ -63,7 +60,7 @@ def test_every_rule_cites_known_sources() -> None:
 
 
 def test_tables_cite_known_sources() -> None:
-    for owner in envtable.ENV_OWNERS:
+    for owner in envowners.ENV_OWNERS:
         assert unresolved(owner.source) == [], owner
     assert unresolved(R.TORCH_NPU_SOURCE) == []
     for name in dir(R):

@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import Dict, Iterator, List, NamedTuple, Optional
 
 import pytest
+from conftest import ROOT
 
 import resumable
 from resumable.api import load_plan
 from resumable.errors import ResumableError
 from resumable.runtime import context
 
-ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE = ROOT / "images" / "runtime" / "Dockerfile"
 #: what a copy without git leaves out (build output, virtualenvs, caches)
 NOT_SOURCE = {".git", "out", "build", "dist", "collections", "__pycache__", ".mypy_cache", ".ruff_cache"}

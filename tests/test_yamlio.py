@@ -9,13 +9,13 @@ from typing import Any, List
 
 import pytest
 import yaml
+from conftest import ROOT
 
 from resumable import safeyaml, yamlio
 from resumable.api import load_plan
 from resumable.errors import ProfileError
 from resumable.manifests import build_deployment
 
-ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 needs_libyaml = pytest.mark.skipif(not getattr(yaml, "__with_libyaml__", False), reason="PyYAML built without libyaml")
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import List
 
+from .. import constants as C
 from ..facts import JobFacts
 from ..profile import Job
 from .model import BudgetLine, BudgetPlan, BudgetTerm, Note
@@ -39,18 +40,41 @@ def _schedule(pods: int) -> float:
     return SCHEDULE_SECONDS * pods / SCHEDULE_PODS
 
 
-def _detect(f: JobFacts, level: str) -> BudgetTerm:
-    if level in ("retry", "recover-in-place", "recover", "elastic-training", "dump", "pod"):
+def _agent_detect(f: JobFacts, what: str, source: str) -> BudgetTerm:
+    """Detection where the in-container agent watches the training processes. torchrun's agent looks at
+    its workers once per monitor interval (TORCH elastic/agent/server/api.py _invoke_run), so a failed
+    process is seen between 0 and one interval after the fault: the term is the interval, the most it
+    takes (the profile's monitor_interval; unset, torchrun's own default, at most the 5 s of RTO 表2)."""
+    job = f.job
+    if job.launcher == "msrun":
+        return BudgetTerm("detect", AGENT_DETECT, what, source)
+    interval = job.recovery.monitor_interval
+    if interval is not None:
         return BudgetTerm(
             "detect",
-            AGENT_DETECT,
+            float(interval),
+            "%s; the agent sees a failed process within recovery.monitor_interval (%d s)" % (what, interval),
+            source + "; RTO 表2 (--monitor_interval); TORCH elastic agent monitor loop",
+        )
+    return BudgetTerm(
+        "detect",
+        float(C.MONITOR_INTERVAL_DEFAULT),
+        "%s; the agent sees a failed process within torchrun's default monitor interval (at most %d s)"
+        % (what, C.MONITOR_INTERVAL_DEFAULT),
+        source + "; RTO 表2 (monitor_interval default 5 s); TORCH elastic agent monitor loop",
+    )
+
+
+def _detect(f: JobFacts, level: str) -> BudgetTerm:
+    if level in ("retry", "recover-in-place", "recover", "elastic-training", "dump", "pod"):
+        return _agent_detect(
+            f,
             "the device plugin, NodeD and the in-container agent report the fault",
             "RT00 Training Recovery Duration Reference (detect < 5 s)",
         )
     if level == "job" and (f.process_level or f.pod_level):
-        return BudgetTerm(
-            "detect",
-            AGENT_DETECT,
+        return _agent_detect(
+            f,
             "a lower level already detected the fault and escalated it",
             "RT01 Fault Decision Description (fallback chain)",
         )

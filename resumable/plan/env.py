@@ -1,5 +1,5 @@
 """The training container's environment: the recovery settings the plan derives
-(:func:`resumable.envtable.derived_env`) merged with the profile's ``env``.
+(:func:`resumable.envderived.derived_env`) merged with the profile's ``env``.
 
 Nothing the user wrote is dropped or overridden: a variable the plan also sets keeps the user's
 spelling when the two agree (rule ``env-contradicts-profile`` rejects a profile where they do
@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import List
 
-from ..envtable import OWNERS, derived_env
+from ..envderived import derived_env
+from ..envowners import OWNERS
 from ..facts import JobFacts
 from .model import EnvVar
 

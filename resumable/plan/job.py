@@ -6,6 +6,7 @@ from typing import Dict, List, Optional, Tuple
 
 from .. import constants as C
 from .. import releases as R
+from ..envderived import mindio_ttp_port
 from ..facts import JobFacts, uses_compile_cache
 from .budget import budget, ladder
 from .env import container_env
@@ -63,7 +64,7 @@ def job_annotations(f: JobFacts) -> Dict[str, str]:
     if timeout is not None:
         out[C.ANNOTATION_WAIT_RESCHEDULE_TIMEOUT] = str(timeout)
     elif "elastic-training" in f.strategies:
-        out[C.ANNOTATION_WAIT_RESCHEDULE_TIMEOUT] = "270"
+        out[C.ANNOTATION_WAIT_RESCHEDULE_TIMEOUT] = str(C.WAIT_RESCHEDULE_TIMEOUT_DEFAULT)
     if job.schedule_policy:
         out[C.ANNOTATION_SCHEDULE_POLICY] = job.schedule_policy
     if job.sp_block is not None and f.at_least(R.SP_BLOCK):
@@ -79,8 +80,9 @@ def ports(f: JobFacts) -> List[Port]:
         out.append(Port(C.ASCENDJOB_PORT_NAME, C.ASCENDJOB_PORT_DEFAULT, reason=why))
     if f.uses_taskd:
         out.append(Port(C.TASKD_PORT_NAME, C.TASKD_MANAGER_PORT, reason="TaskD Manager, on every pod (RT04)"))
-    if ("dump" in f.strategies or f.process_level) and job.recovery.ttp_port is not None:
-        out.append(Port(C.TTP_PORT_NAME, job.recovery.ttp_port, reason="MindIO TTP controller (RT05)"))
+    ttp_port = mindio_ttp_port(f)
+    if ttp_port is not None:
+        out.append(Port(C.TTP_PORT_NAME, ttp_port, reason="MindIO TTP controller (RT05)"))
     return out
 
 
@@ -317,12 +319,6 @@ def policies(f: JobFacts) -> List[VolcanoPolicy]:
     return out
 
 
-def command(f: JobFacts) -> List[str]:
-    """The container runs ``resumable launch -- SCRIPT ARGS``; the launcher reads the rest from the
-    plan of the mounted profile."""
-    return ["resumable", "launch", "--", f.job.script, *f.job.script_args]
-
-
 #: the samples' job log layout: /job/code/alllogs/$MINDX_TASK_ID on the NFS code volume
 LOG_SOURCE = "MCD:samples/train/resumable-training/fault-tolerance/without-ranktable/pytorch/Qwen3/train_start.sh"
 
@@ -357,9 +353,12 @@ def build_job(f: JobFacts, storage: List[SharedVolumePlan], profile_dir: Optiona
     if f.process_level and f.at_least(R.OPERATOR_INJECTS_RECOVERY_ENV):
         notes.append(
             Note(
-                "the Ascend Operator labels the PodGroup process-recover-enable=on and injects PROCESS_RECOVER, "
-                "ELASTIC_PROCESS_RECOVER_ENABLE, HIGH_AVAILABILITY%s from recover-strategy"
-                % (", ENABLE_RESTART_FAULT_PROCESS" if "recover-in-place" in f.strategies else ""),
+                "the Ascend Operator labels the PodGroup process-recover-enable=on and injects %s from "
+                "recover-strategy"
+                % ", ".join(
+                    [C.ENV_PROCESS_RECOVER, C.ENV_ELASTIC_PROCESS_RECOVER_ENABLE, C.ENV_HIGH_AVAILABILITY]
+                    + ([C.ENV_ENABLE_RESTART_FAULT_PROCESS] if "recover-in-place" in f.strategies else [])
+                ),
                 R.OPERATOR_INJECTS_RECOVERY_ENV.source,
             )
         )
@@ -409,7 +408,6 @@ def build_job(f: JobFacts, storage: List[SharedVolumePlan], profile_dir: Optiona
         notes=notes,
         api_version=C.ASCENDJOB_API_VERSION if job.kind == "ascendjob" else C.VCJOB_API_VERSION,
         scheduler_name=C.SCHEDULER_NAME_VOLCANO,
-        command=command(f),
         config_maps=config_maps(f),
         backoff_limit=job.recovery.backoff_limit,
         min_available=job.nodes,

@@ -6,9 +6,9 @@ from typing import Dict, List, Optional, Tuple
 
 from .. import constants as C
 from .. import releases as R
-from ..envtable import taskd_process_enable, uses_mindio_ttp
+from ..envderived import mindio_ttp_port, taskd_process_enable
 from ..facts import JobFacts
-from .model import EnvVar, LauncherPlan, Note, TaskdManagerPlan
+from .model import EnvVar, LauncherPlan, LaunchOptions, MsrunOptions, Note, TaskdManagerPlan, TorchrunOptions
 
 #: The shell test PLR's train_start.sh uses to start the TaskD Manager on one pod only
 #: (PLR 适配训练脚本).
@@ -28,14 +28,6 @@ def job_log_dir(f: JobFacts, root: str) -> str:
     return "%s/$(%s)" % (root, key)
 
 
-def mindio_ttp_port(f: JobFacts) -> Optional[int]:
-    """The MindIO TTP controller port when the job uses the controller (the TTP_PORT the plan sets,
-    envtable.derived_env), else None."""
-    if (uses_mindio_ttp(f) or "dump" in f.strategies) and f.job.recovery.ttp_port is not None:
-        return f.job.recovery.ttp_port
-    return None
-
-
 def hang_timeout(f: JobFacts) -> Tuple[int, Note]:
     """Seconds without a heartbeat before the launcher takes a training process for hung, and why.
 
@@ -52,8 +44,8 @@ def hang_timeout(f: JobFacts) -> Tuple[int, Note]:
         seconds = r.hang_timeout
         why = "recovery.hang_timeout"
     else:
-        seconds = max(C.HANG_FLOOR_SECONDS, 3 * (r.monitor_interval or 1))
-        why = "the larger of %d s and 3 x the monitor interval" % C.HANG_FLOOR_SECONDS
+        seconds = max(C.HANG_FLOOR_SECONDS, C.HANG_MONITOR_TICKS * (r.monitor_interval or 1))
+        why = "the larger of %d s and %d x the monitor interval" % (C.HANG_FLOOR_SECONDS, C.HANG_MONITOR_TICKS)
     text = (
         "a training process without a heartbeat for %d s (%s; one every %g s from the start-up hook) is "
         "recorded as hung and killed, so the agent's recovery takes over" % (seconds, why, C.HEARTBEAT_SECONDS)
@@ -89,44 +81,30 @@ def build_launcher(f: JobFacts, log_root: str = C.JOB_LOG_ROOT) -> LauncherPlan:
                     reason="ENV Table 5; created mode 0750 by resumable launch (taskd utils/log/logger.py)",
                 )
             )
+    config: LaunchOptions
     if job.launcher == "msrun":
-        args = [
-            "--worker_num=%d" % (job.nodes * job.npus_per_node),
-            "--local_worker_num=%d" % job.npus_per_node,
-            "--master_addr=$MS_SCHED_HOST",
-            "--master_port=$MS_SCHED_PORT",
-            "--node_rank=$MS_NODE_RANK",
-            "--join=True",
-        ]
+        config = MsrunOptions(worker_num=job.nodes * job.npus_per_node, local_worker_num=job.npus_per_node)
     else:
-        args = [
-            "--nproc_per_node=%d" % job.npus_per_node,
-            "--nnodes=%d" % job.nodes,
-            "--node_rank=$RANK",
-            "--master_addr=$MASTER_ADDR",
-            "--master_port=$MASTER_PORT",
-        ]
         max_restarts = r.max_restarts
         if max_restarts is None and (f.uses_taskd or f.uses_mindx_elastic):
             max_restarts = C.MAX_RESTARTS_UNDER_AGENT
             notes.append(Note("--max_restarts=%d: the default under the in-container agent" % max_restarts, "RTO 表2"))
-        if max_restarts is not None:
-            args.append("--max_restarts=%d" % max_restarts)
-        if r.monitor_interval is not None:
-            args.append("--monitor_interval=%d" % r.monitor_interval)
-        else:
+        if r.monitor_interval is None:
             # left unset on purpose: torchrun's own default (0.1 s in torch 2.13's run.py) is lower than
             # the 5 s RTO 表2 names, and a plan-chosen 1 s would slow detection (benchmarks/recovery_cpu.py)
             notes.append(
                 Note(
                     "--monitor_interval left unset: torchrun's own default applies (0.1 s in torch 2.13's run.py, "
-                    "below the 5 s RTO 表2 gives as the default)",
+                    "below the %d s RTO 表2 gives as the default)" % C.MONITOR_INTERVAL_DEFAULT,
                     "TORCH; RTO 表2",
                 )
             )
-    options = list(args)
-    args.append(job.script)
-    args.extend(job.script_args)
+        config = TorchrunOptions(
+            nproc_per_node=job.npus_per_node,
+            nnodes=job.nodes,
+            max_restarts=max_restarts,
+            monitor_interval=r.monitor_interval,
+        )
     where = f.taskd_manager_where
     manager = TaskdManagerPlan(
         enabled=where != "none",
@@ -167,7 +145,7 @@ def build_launcher(f: JobFacts, log_root: str = C.JOB_LOG_ROOT) -> LauncherPlan:
             notes.append(Note("%s, MindSpore's equivalent of torch.npu.set_compile_mode" % call, "MS-OPCOMPILE"))
     return LauncherPlan(
         launcher=job.launcher,
-        args=args,
+        config=config,
         env=env,
         ld_preload=preload,
         taskd_manager=manager,
@@ -175,7 +153,6 @@ def build_launcher(f: JobFacts, log_root: str = C.JOB_LOG_ROOT) -> LauncherPlan:
         jit_compile=jit,
         compile_call=call,
         notes=notes,
-        options=options,
         script=job.script,
         script_args=list(job.script_args),
         log_dir=log_dir + "/resumable",

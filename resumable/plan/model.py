@@ -7,7 +7,7 @@ Every consumer reads these dataclasses (or their ``to_dict()`` form, which is wh
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, ClassVar, Dict, List, Optional, Tuple, Union
 
 from .. import constants as C
 from ..choices import (
@@ -26,6 +26,8 @@ from ..rules.base import Violation
 
 
 def _plain(value: Any) -> Any:
+    if isinstance(value, PlanPart) and dataclasses.is_dataclass(value):
+        return {key: _plain(item) for key, item in value.json_items()}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, dict):
@@ -36,6 +38,21 @@ def _plain(value: Any) -> Any:
 
 
 class PlanPart:
+    #: values the plan derives from its fields but shows in its JSON form, each after the field named
+    #: with it (``resumable plan --format json`` keeps its documented keys when a held value becomes derived)
+    JSON_DERIVED: ClassVar[Tuple[Tuple[str, str], ...]] = ()
+    #: fields the JSON form shows only through what is derived from them
+    JSON_HIDDEN: ClassVar[Tuple[str, ...]] = ()
+
+    def json_items(self) -> List[Tuple[str, Any]]:
+        """The keys and values of the JSON form, in order: the fields, the derived values after theirs."""
+        out: List[Tuple[str, Any]] = []
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            if f.name not in self.JSON_HIDDEN:
+                out.append((f.name, getattr(self, f.name)))
+            out.extend((key, getattr(self, key)) for key, after in self.JSON_DERIVED if after == f.name)
+        return out
+
     def to_dict(self) -> Dict[str, Any]:
         result = _plain(self)
         assert isinstance(result, dict)
@@ -228,12 +245,90 @@ class TaskdManagerPlan(PlanPart):
     process_enable: Optional[str]  # value of TASKD_PROCESS_ENABLE, None = unset
 
 
+def env_reference(flag: str, name: str) -> str:
+    """How the plan shows a value the pod supplies: ``$NAME`` (``resumable launch`` puts in its value)."""
+    return "$" + name
+
+
+#: a launcher option's value from the pod's environment: (the option, the variable) -> its text
+PodValue = Callable[[str, str], str]
+
+
+@dataclasses.dataclass(frozen=True)
+class TorchrunOptions(PlanPart):
+    """torchrun's options (also torch_npu_run's, which wraps torch.distributed.run), settled once and
+    typed, as torch's own LaunchConfig holds them (TORCH torch/distributed/launcher/api.py). The
+    rendezvous values the Ascend Operator injects are named by their variable (ENV Table 2) and
+    read in the pod."""
+
+    nproc_per_node: int
+    nnodes: int
+    node_rank_env: str = C.ENV_RANK
+    master_addr_env: str = C.ENV_MASTER_ADDR
+    master_port_env: str = C.ENV_MASTER_PORT
+    #: None: not passed, torchrun's own default applies
+    max_restarts: Optional[int] = None
+    #: seconds between the agent's looks at its workers; None: not passed (torchrun's default)
+    monitor_interval: Optional[int] = None
+
+    def argv(self, pod: PodValue = env_reference) -> List[str]:
+        """The options on torchrun's command line (torch/distributed/run.py spellings)."""
+        out = [
+            "--nproc_per_node=%d" % self.nproc_per_node,
+            "--nnodes=%d" % self.nnodes,
+            "--node_rank=%s" % pod("--node_rank", self.node_rank_env),
+            "--master_addr=%s" % pod("--master_addr", self.master_addr_env),
+            "--master_port=%s" % pod("--master_port", self.master_port_env),
+        ]
+        if self.max_restarts is not None:
+            out.append("--max_restarts=%d" % self.max_restarts)
+        if self.monitor_interval is not None:
+            out.append("--monitor_interval=%d" % self.monitor_interval)
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class MsrunOptions(PlanPart):
+    """msrun's options (MS-MSRUN), typed; the scheduler address, port and node rank come from what the
+    Ascend Operator injects (ENV Table 2)."""
+
+    worker_num: int
+    local_worker_num: int
+    master_addr_env: str = C.ENV_MS_SCHED_HOST
+    master_port_env: str = C.ENV_MS_SCHED_PORT
+    node_rank_env: str = C.ENV_MS_NODE_RANK
+    #: msrun --join: the launcher waits for its workers instead of returning
+    join: bool = True
+
+    def argv(self, pod: PodValue = env_reference) -> List[str]:
+        """The options on msrun's command line."""
+        return [
+            "--worker_num=%d" % self.worker_num,
+            "--local_worker_num=%d" % self.local_worker_num,
+            "--master_addr=%s" % pod("--master_addr", self.master_addr_env),
+            "--master_port=%s" % pod("--master_port", self.master_port_env),
+            "--node_rank=%s" % pod("--node_rank", self.node_rank_env),
+            "--join=%s" % self.join,
+        ]
+
+
+#: the options of one launcher (torchrun and torch_npu_run share torchrun's)
+LaunchOptions = Union[TorchrunOptions, MsrunOptions]
+
+
 @dataclasses.dataclass
 class LauncherPlan(PlanPart):
-    """What the in-image launcher (``resumable launch``) does."""
+    """What the in-image launcher (``resumable launch``) does.
+
+    The launcher's options are held once, typed (``config``); the JSON form shows the command line
+    they give (``options``, and ``args`` with the training script and its arguments), which is what
+    ``resumable launch`` runs with each ``$VAR`` replaced by the pod's value."""
+
+    JSON_DERIVED = (("args", "launcher"), ("options", "notes"))
+    JSON_HIDDEN = ("config",)
 
     launcher: Launcher
-    args: List[str]
+    config: LaunchOptions
     env: List[EnvVar]
     ld_preload: List[str]
     taskd_manager: TaskdManagerPlan
@@ -244,9 +339,7 @@ class LauncherPlan(PlanPart):
     #: on PyTorch (RTO 表9/表10), mindspore...op_tuning.op_compile on MindSpore (MS-OPCOMPILE)
     compile_call: Optional[str]
     notes: List[Note]
-    #: ``args`` split: the launcher's own options (``$VAR`` read from the container environment), then
     #: the training script and its arguments (``resumable launch -- SCRIPT ARGS`` replaces those two)
-    options: List[str] = dataclasses.field(default_factory=list)
     script: str = ""
     script_args: List[str] = dataclasses.field(default_factory=list)
     #: job-scoped log directory (``$(VAR)`` expanded in the container): recovery timeline, manager log
@@ -262,6 +355,16 @@ class LauncherPlan(PlanPart):
     #: (plan.launcher.hang_timeout), and the heartbeat period of the start-up hook
     hang_timeout: int = C.HANG_FLOOR_SECONDS
     heartbeat_seconds: float = C.HEARTBEAT_SECONDS
+
+    @property
+    def options(self) -> List[str]:
+        """The launcher's own options, ``$VAR`` for what the pod supplies."""
+        return self.config.argv()
+
+    @property
+    def args(self) -> List[str]:
+        """The launcher's command line after its name: its options, the training script, its arguments."""
+        return [*self.options, self.script, *self.script_args]
 
 
 @dataclasses.dataclass
@@ -293,6 +396,8 @@ class BudgetPlan(PlanPart):
 
 @dataclasses.dataclass
 class JobPlan(PlanPart):
+    JSON_DERIVED = (("command", "scheduler_name"),)
+
     name: str
     namespace: str
     kind: str  # AscendJob | Job (Volcano)
@@ -309,8 +414,6 @@ class JobPlan(PlanPart):
     notes: List[Note]
     api_version: str = ""
     scheduler_name: str = ""
-    #: the training container's command: ``resumable launch -- SCRIPT ARGS``
-    command: List[str] = dataclasses.field(default_factory=list)
     config_maps: List[ConfigMapPlan] = dataclasses.field(default_factory=list)
     #: AscendJob runPolicy.backoffLimit / Volcano Job maxRetry; None: not set
     backoff_limit: Optional[int] = None
@@ -320,6 +423,12 @@ class JobPlan(PlanPart):
     policies: List[VolcanoPolicy] = dataclasses.field(default_factory=list)
     #: Volcano queue: AscendJob runPolicy.schedulingPolicy.queue / Volcano Job spec.queue
     queue: str = ""
+
+    @property
+    def command(self) -> List[str]:
+        """The training container's command: ``resumable launch -- SCRIPT ARGS``; the launcher reads
+        the rest from the plan of the mounted profile."""
+        return ["resumable", "launch", "--", self.launcher.script, *self.launcher.script_args]
 
 
 @dataclasses.dataclass

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Dict, Iterable
 
-from ..envtable import OWNERS, Setting, agrees, derived_env, unset_conflicts
+from ..envderived import Setting, agrees, derived_env, unset_conflicts
+from ..envowners import OWNERS
 from ..facts import JobFacts
 from ..profile import Profile
 from .base import Finding, job_rule
@@ -42,9 +43,8 @@ def env_contradicts_profile(profile: Profile, f: JobFacts) -> Iterable[Finding]:
                 "Remove %s from env; the plan sets it from the downward API." % name,
             )
             continue
-        fields = [x.strip() for x in owner.field.split(",") if x.strip()]
         yield Finding(
-            ["%s.env.%s" % (f.path, name), *("%s.%s" % (f.path, x) for x in fields)],
+            ["%s.env.%s" % (f.path, name), *("%s.%s" % (f.path, x) for x in owner.fields)],
             "env %s=%s contradicts what %s gives: %s (%s)"
             % (name, user[name], owner.field, setting.value, setting.reason),
             "Remove %s from env, or change %s so that the plan sets what you need." % (name, owner.field),

@@ -151,22 +151,6 @@ def taskd_manager_placement(profile: Profile, f: JobFacts) -> Iterable[Finding]:
 
 
 @job_rule(
-    "taskd-port",
-    "Every pod declares port 9601 named taskd-port",
-    "PLR 准备任务YAML; RT04; MC:component/taskd/taskd/go/common/constant/const.go (MgrPort)",
-)
-def taskd_port(profile: Profile, f: JobFacts) -> Iterable[Finding]:
-    """TaskD's Manager listens on 9601 (a constant in TaskD) and every pod's proxy dials it; the
-    plan declares containerPort 9601 named taskd-port on every replica of a TaskD job."""
-    if f.job.taskd_port != C.TASKD_MANAGER_PORT:
-        yield Finding(
-            ["%s.taskd_port" % f.path],
-            "taskd_port is %d but TaskD's Manager always listens on %d" % (f.job.taskd_port, C.TASKD_MANAGER_PORT),
-            "Remove taskd_port (or set it to %d)." % C.TASKD_MANAGER_PORT,
-        )
-
-
-@job_rule(
     "taskd-process-enable",
     "TASKD_PROCESS_ENABLE as each release reads it",
     "RT04; MC:@v7.3.0 component/taskd/taskd/python/framework/manager/manager.py; RT01",
@@ -282,20 +266,22 @@ def graceexit_needs_dump(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     "RT05; RT06; TFT 02",
 )
 def dump_ttp_port(profile: Profile, f: JobFacts) -> Iterable[Finding]:
-    """The dying-gasp checkpoint is coordinated by the MindIO TTP controller on TTP_PORT (8000,
-    port ttp-port); it must not collide with 9601/9602 (TaskD) or 2222 (ascendjob-port)."""
+    """The dying-gasp checkpoint is coordinated by the MindIO TTP controller on TTP_PORT (8000 unless
+    set, port ttp-port); it must not collide with 9601/9602 (TaskD) or 2222 (ascendjob-port)."""
     wants = "dump" in f.strategies or f.job.checkpoint.dump
     port = f.job.recovery.ttp_port
     where = f.where("recovery.ttp_port")
     if wants and port is None:
-        yield Finding([where], "dump needs a MindIO TTP port, ttp_port is null", "Set recovery.ttp_port: 8000.")
+        yield Finding(
+            [where], "dump needs a MindIO TTP port, ttp_port is null", "Set recovery.ttp_port: %d." % C.TTP_PORT_DEFAULT
+        )
     taken = {
         C.TASKD_MANAGER_PORT: "TaskD Manager",
         C.TASKD_PROXY_PORT: "TaskD Proxy",
         C.ASCENDJOB_PORT_DEFAULT: "ascendjob-port",
     }
     if port is not None and port in taken and (wants or f.process_level):
-        yield Finding([where], "ttp_port %d is the %s port" % (port, taken[port]), "Use 8000.")
+        yield Finding([where], "ttp_port %d is the %s port" % (port, taken[port]), "Use %d." % C.TTP_PORT_DEFAULT)
 
 
 @job_rule("checkpoint-dump-strategy", "checkpoint.dump needs the dump strategy", "RT05; RT04")

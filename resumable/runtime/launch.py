@@ -29,7 +29,7 @@ import sys
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .. import constants as C
-from ..plan.model import EnvVar, JobPlan
+from ..plan.model import EnvVar, JobPlan, PodValue, env_reference
 from . import installed, podenv
 from .torchrun_patch import count_line
 
@@ -142,6 +142,22 @@ def _budget(job: JobPlan) -> List[Dict[str, object]]:
             }
         )
     return out
+
+
+def _pod_value(env: Mapping[str, str], problems: List[str]) -> PodValue:
+    """A launcher option's value from the pod's environment; an unset variable is a problem (and the
+    option keeps its ``$NAME``, so a dry run shows what is missing)."""
+
+    def value(flag: str, name: str) -> str:
+        if name in env:
+            return env[name]
+        problems.append(
+            "%s is not set, and the launcher option %s=%s needs it (the Ascend Operator injects it)"
+            % (name, flag, env_reference(flag, name))
+        )
+        return env_reference(flag, name)
+
+    return value
 
 
 def build_spec(
@@ -333,16 +349,7 @@ def build_spec(
                 "%s runs %s, not %s (resumable's Python): the start-up hook (timeline, compile mode) needs "
                 "resumable installed there" % (exe, owner, sys.executable)
             )
-    options: List[str] = []
-    for option in launcher.options:
-        try:
-            options.append(expand(option, env))
-        except MissingVariable as exc:
-            problems.append(
-                "%s is not set, and the launcher option %s needs it (the Ascend Operator injects it)"
-                % (exc.name, option)
-            )
-            options.append(option)
+    options = launcher.config.argv(_pod_value(env, problems))
     script = list(script_argv) or ([launcher.script, *launcher.script_args] if launcher.script else [])
     if not script:
         problems.append("no training script: give it after `--` or set jobs[].script in the profile")

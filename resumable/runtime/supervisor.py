@@ -34,7 +34,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import dataclasses
 import json
@@ -48,12 +47,13 @@ import sys
 import tempfile
 import time
 from types import FrameType
-from typing import IO, Any, Dict, List, NamedTuple, Optional, Set, Tuple
+from typing import IO, Any, Dict, List, Optional, Set, Tuple
 
 from .. import constants as C
 from ..errors import ResumableError
 from .launch import LaunchSpec, _host
 from .podenv import private_dir
+from .proctable import ProcStat, descendants, proc_stat, send
 from .timeline import TimelineWriter
 
 #: seconds between looks at the children, the workers and the event socket
@@ -66,50 +66,6 @@ SWEEP_SECONDS = 2.0
 #: is incomplete; the socket queue holds only a few datagrams)
 HANG_GAP_SECONDS = 5.0
 PR_SET_CHILD_SUBREAPER = 36
-
-
-class ProcStat(NamedTuple):
-    state: str
-    ppid: int
-    starttime: int
-    #: the wait status of a zombie (Linux >= 3.5), None when unknown
-    wait_status: Optional[int]
-
-
-def proc_stat(pid: int) -> Optional[ProcStat]:
-    try:
-        with open("/proc/%d/stat" % pid, "rb") as handle:
-            data = handle.read().decode("ascii", "replace")
-    except OSError:
-        return None
-    try:
-        rest = data[data.rindex(")") + 2 :].split()
-        status = int(rest[49]) if len(rest) > 49 else None
-        return ProcStat(rest[0], int(rest[1]), int(rest[19]), status)
-    except (ValueError, IndexError):
-        return None
-
-
-def descendants(root: int) -> List[int]:
-    """Every live process below ``root`` (children first), from /proc."""
-    children: Dict[int, List[int]] = {}
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return []
-    for name in names:
-        if not name.isdigit():
-            continue
-        st = proc_stat(int(name))
-        if st is not None:
-            children.setdefault(st.ppid, []).append(int(name))
-    out: List[int] = []
-    todo = [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
 
 
 def decode_status(status: int) -> int:
@@ -146,12 +102,6 @@ class Worker:
     #: time.monotonic() of its last heartbeat; None until the first (only a beating process is watched)
     last_beat: Optional[float] = None
     hung: bool = False
-
-
-def send(pid: int, signum: int) -> None:
-    """Signal a process that may have ended meanwhile."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.kill(pid, signum)
 
 
 def _say(text: str) -> None:

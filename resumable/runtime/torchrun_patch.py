@@ -37,6 +37,7 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 from .. import constants as C
 from ..errors import ResumableError
 from . import installed
+from .proctable import descendants, send
 
 #: what ``python -m torch.distributed.run`` and torchrun import
 RUN_MODULE = "torch.distributed.run"
@@ -228,8 +229,6 @@ def _free_port() -> int:
 
 def _end(proc: subprocess.Popen[bytes], seconds: float) -> None:
     """Stop ``proc`` and everything below it: SIGTERM, SIGKILL after ``seconds``."""
-    from .supervisor import descendants, send
-
     if proc.poll() is None:
         send(proc.pid, signal.SIGTERM)
         with contextlib.suppress(subprocess.TimeoutExpired):

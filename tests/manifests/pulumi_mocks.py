@@ -21,11 +21,11 @@ from typing import Any, Callable, Dict, List, Optional
 
 import pulumi
 import yaml
+from conftest import ROOT
 from pulumi.runtime.mocks import MockMonitor
 
 from . import pulumi_config
 
-ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

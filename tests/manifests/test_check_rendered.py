@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import ROOT
 
 from resumable.cli import main as resumable_main
 
 from . import check_rendered
 
-ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tests" / "manifests" / "check_rendered.py"
 EXAMPLE = ROOT / "examples" / "pytorch-process-recovery.yaml"
 

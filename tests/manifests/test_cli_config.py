@@ -11,9 +11,10 @@ from typing import Any, Dict
 
 import pytest
 import yaml
+from conftest import ROOT
 
 from .pulumi_config import ConfigError, merge, program_config, validate_project
-from .pulumi_mocks import PROJECT, ROOT, project, stack_config, stack_files
+from .pulumi_mocks import PROJECT, project, stack_config, stack_files
 
 STACKS = [p.name[len("Pulumi.") : -len(".yaml")] for p in stack_files()]
 

@@ -9,9 +9,10 @@ from typing import Any, Dict
 import pulumi
 import pytest
 import yaml
+from conftest import ROOT
 
 from .pulumi_config import ConfigError
-from .pulumi_mocks import MOCKS, ROOT, install_program, reset, run_program, shipped_config
+from .pulumi_mocks import MOCKS, install_program, reset, run_program, shipped_config
 
 STACK = "pytorch-process-recovery"
 

@@ -12,16 +12,16 @@ from typing import Any, Dict
 
 import pytest
 import yaml
+from conftest import ROOT
 
 from .pulumi_mocks import MOCKS, pulumi_test, reset, settled
 
-ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "runtime"))
 
-import build_fixtures  # noqa: E402
+import build_fixtures
 
-from resumable.api import load_plan  # noqa: E402
-from resumable_pulumi.image import RuntimeImage, RuntimeImageArgs  # noqa: E402
+from resumable.api import load_plan
+from resumable_pulumi.image import RuntimeImage, RuntimeImageArgs
 
 
 def _sha(path: str) -> str:

@@ -13,6 +13,7 @@ from typing import Any, Dict, List
 
 import pytest
 import yaml
+from conftest import ROOT
 
 from resumable import yamlio
 from resumable.api import job_plan, load_plan, load_plan_text
@@ -21,7 +22,6 @@ from resumable.errors import ResumableError
 from resumable.manifests import build_deployment
 from resumable.manifests.deployment import JOBS_STAGE, job_profile_texts
 
-ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 
 #: A profile of many jobs written the ways users write them: comments, an anchor in one job used by

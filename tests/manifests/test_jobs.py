@@ -13,6 +13,7 @@ from typing import Any, Dict, List
 
 import pytest
 import yaml
+from conftest import ROOT
 
 from resumable.api import load_plan_text
 from resumable.cli import main
@@ -22,7 +23,6 @@ from .crdschema import validate_cr
 from .facts import first, load_objects
 from .upstream import release_dir
 
-ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.yaml"))
 #: examples whose MindCluster release folder holds the CRD their job must satisfy
 RELEASE_OF = {

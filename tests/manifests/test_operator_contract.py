@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 import yaml
+from conftest import ROOT
 
 from resumable import constants as C
 from resumable.api import job_plan, load_plan_text
@@ -24,7 +25,6 @@ from resumable.runtime.launch import build_spec
 
 from . import ascend_operator as op
 
-ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.yaml"))
 
 

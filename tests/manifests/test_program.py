@@ -13,11 +13,11 @@ from typing import Any, Dict, List, NamedTuple, Optional, Set
 
 import pulumi
 import pytest
+from conftest import ROOT
 
 from .crdschema import validate_cr
 from .facts import first, load_objects
 from .pulumi_mocks import (
-    ROOT,
     SECRET_SIG,
     image_digest,
     install_program,

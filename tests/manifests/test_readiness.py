@@ -8,11 +8,12 @@ from typing import Any, Dict
 
 import pulumi
 import pytest
+from conftest import ROOT
 
 from resumable.api import load_plan
 from resumable_pulumi.readiness import check_nodes, selector
 
-from .pulumi_mocks import MOCKS, ROOT, FakeNodes, install_program, reset, run_program, shipped_config
+from .pulumi_mocks import MOCKS, FakeNodes, install_program, reset, run_program, shipped_config
 
 PLAN = load_plan(str(ROOT / "examples" / "pytorch-process-recovery.yaml"))
 MASTER = {"masterselector": "dls-master-node"}

@@ -11,10 +11,11 @@ from typing import Any, Dict, List
 
 import pytest
 import yaml
+from conftest import ROOT
 
 from resumable.cli import main as resumable
 
-from .pulumi_mocks import PROJECT, ROOT, install_program, integral, shipped_config, stack_config, stack_files
+from .pulumi_mocks import PROJECT, install_program, integral, shipped_config, stack_config, stack_files
 from .test_stacks import registrations
 
 STACKS = [p.name[len("Pulumi.") : -len(".yaml")] for p in stack_files()]

@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence
 
 import pytest
+from conftest import FIXTURES as TEST_FIXTURES
 
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "tests" / "fixtures" / "runtime"
-EXAMPLES = ROOT / "examples"
+FIXTURES = TEST_FIXTURES / "runtime"
 sys.path.insert(0, str(FIXTURES))
 
 import build_fixtures  # noqa: E402
@@ -218,14 +217,14 @@ def python_path(*dirs: Path) -> str:
 
 def process_tree(root: int) -> List[Any]:
     """Every live process below ``root`` with its /proc stat (to recognise it later)."""
-    from resumable.runtime.supervisor import descendants, proc_stat
+    from resumable.runtime.proctable import descendants, proc_stat
 
     return [(pid, proc_stat(pid)) for pid in descendants(root)]
 
 
 def left_behind(tree: List[Any]) -> List[int]:
     """The processes of ``tree`` (same pid, same start time) still alive and not zombies."""
-    from resumable.runtime.supervisor import proc_stat
+    from resumable.runtime.proctable import proc_stat
 
     left = []
     for pid, st in tree:

@@ -6,8 +6,9 @@ import subprocess
 import sys
 
 import pytest
+from conftest import ROOT
 
-from .conftest import ROOT, clean_env, need_torch
+from .conftest import clean_env, need_torch
 
 pytestmark = pytest.mark.slow
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Dict
 
 import pytest
+from conftest import ROOT
 
 from resumable import constants as C
 from resumable.api import job_plan, load_plan
@@ -21,7 +22,7 @@ from resumable.runtime import context as ctxmod
 from resumable.runtime.context import prepare_context
 from resumable.runtime.wheels import declared_requirements, filename_parts, public_requirements, write_wheel
 
-from .conftest import ROOT, cli, profile_text, write
+from .conftest import cli, profile_text, write
 
 DOCKERFILE = ROOT / "images" / "runtime" / "Dockerfile"
 

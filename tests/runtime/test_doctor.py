@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Dict, List
 
 import pytest
+from conftest import EXAMPLES
 
 from resumable import constants as C
 from resumable.api import job_plan, load_plan
 from resumable.runtime import doctor
 
-from .conftest import EXAMPLES, RUN_PY, clean_env, cli, fake_torch_layout, python_path, write
+from .conftest import RUN_PY, clean_env, cli, fake_torch_layout, python_path, write
 
 PATCHED = RUN_PY.replace("import os\n", C.RUNPY_IMPORT_TASKD + "\nimport os\n")
 PROFILE = EXAMPLES / "pytorch-process-recovery.yaml"

@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from resumable.runtime.supervisor import descendants, proc_stat
+from resumable.runtime.proctable import descendants, proc_stat
 
 from .conftest import (
     FIXTURES,

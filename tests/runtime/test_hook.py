@@ -103,10 +103,10 @@ def test_mindspore_compile_mode_after_import_mindspore(tmp_path: Path) -> None:
 
 
 def test_the_launcher_asks_for_the_plans_compile_call(tmp_path: Path) -> None:
+    from conftest import EXAMPLES
+
     from resumable.api import job_plan, load_plan
     from resumable.runtime.launch import build_spec
-
-    from .conftest import EXAMPLES
 
     text = (EXAMPLES / "mindspore-process-recovery.yaml").read_text().replace("mode: default", "mode: binaries")
     for profile, after in (

@@ -23,11 +23,12 @@ from typing import Dict, Iterator, List
 
 import build_fixtures
 import pytest
+from conftest import ROOT
 
 from resumable.api import load_plan
 from resumable.runtime.context import ImageContext, prepare_context
 
-from .conftest import FIXTURES, ROOT, profile_text, write
+from .conftest import FIXTURES, profile_text, write
 
 pytestmark = pytest.mark.slow
 BASE = "localhost/resumable-runtime-base:latest"

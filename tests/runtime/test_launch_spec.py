@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 import pytest
+from conftest import EXAMPLES
 
 from resumable import constants as C
 from resumable.api import job_plan, load_plan
 from resumable.runtime.launch import MissingVariable, build_spec, expand
 
-from .conftest import EXAMPLES, RUN_PY, clean_env, cli, executable, fake_torch_layout, python_path
+from .conftest import RUN_PY, clean_env, cli, executable, fake_torch_layout, python_path
 
 PATCHED = RUN_PY.replace("import os\n", C.RUNPY_IMPORT_TASKD + "\nimport os\n")
 POD = {"MASTER_ADDR": "10.96.0.10", "MASTER_PORT": "2222", "WORLD_SIZE": "32", "LOCAL_WORLD_SIZE": "8"}

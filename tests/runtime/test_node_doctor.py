@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Dict, List
 
 import pytest
+from conftest import ROOT as REPO
 
 from resumable.api import load_plan
 from resumable.plan.model import NodePlan
 from resumable.runtime import node_doctor as nd
 from resumable.runtime.doctor import Check
 
-REPO = Path(__file__).resolve().parents[2]
 PROFILE = REPO / "tests" / "fixtures" / "profiles" / "site.yaml"
 
 

@@ -13,6 +13,7 @@ from typing import Any, Dict, List
 
 import pytest
 import yaml
+from conftest import EXAMPLES
 
 from resumable import constants as C
 from resumable.api import job_plan, load_plan_text
@@ -21,7 +22,7 @@ from resumable.runtime.launch import LaunchSpec, build_spec, render_dry_run
 from resumable.runtime.podenv import private_dir, wait_for_ranktable
 
 from . import test_launch_spec as launch_tests
-from .conftest import EXAMPLES, clean_env, cli
+from .conftest import clean_env, cli
 
 # the pod of the launcher tests: fixture TaskD, patched run.py, launchers on PATH; POD is what the Ascend
 # Operator injects on a PyTorch pod (env.go setPytorchEnv: MASTER_ADDR = the Master service's IP)

@@ -18,7 +18,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import pytest
 
 from resumable import constants as C
-from resumable.runtime.supervisor import decode_status, descendants, proc_stat, shell_code
+from resumable.runtime.proctable import descendants, proc_stat
+from resumable.runtime.supervisor import decode_status, shell_code
 
 from .conftest import (
     FIXTURES,
@@ -308,12 +309,12 @@ def test_a_full_log_disk_leaves_no_process_behind(tmp_path: Path) -> None:
 
 
 def test_a_fault_reaped_before_it_was_seen_is_inferred_from_the_restart(tmp_path: Path) -> None:
+    from conftest import EXAMPLES
+
     from resumable.api import job_plan, load_plan
     from resumable.runtime.launch import build_spec
     from resumable.runtime.supervisor import Supervisor
     from resumable.runtime.timeline import TimelineWriter
-
-    from .conftest import EXAMPLES
 
     job = job_plan(load_plan(str(EXAMPLES / "job-level-minimal.yaml")))
     sup = Supervisor(build_spec(job, {"RANK": "0", "MASTER_ADDR": "a", "MASTER_PORT": "1"}, ["x.py"], str(tmp_path)))
@@ -352,12 +353,12 @@ def test_status_helpers() -> None:
 def test_in_place_restarts_are_seen_by_process_not_by_restart_count(tmp_path: Path) -> None:
     """TaskD restarts the faulty rank with the same TORCHELASTIC_RESTART_COUNT (MC@v7.3.0
     pt_agent.py:139-154): each new process of that rank is a restart, a repeat fault is a fault."""
+    from conftest import EXAMPLES
+
     from resumable.api import job_plan, load_plan
     from resumable.runtime.launch import build_spec
     from resumable.runtime.supervisor import Supervisor
     from resumable.runtime.timeline import TimelineWriter, recoveries
-
-    from .conftest import EXAMPLES
 
     job = job_plan(load_plan(str(EXAMPLES / "job-level-minimal.yaml")))
     sup = Supervisor(build_spec(job, {"RANK": "0", "MASTER_ADDR": "a", "MASTER_PORT": "1"}, ["x.py"], str(tmp_path)))

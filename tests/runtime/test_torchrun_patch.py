@@ -11,14 +11,15 @@ from pathlib import Path
 from typing import Dict
 
 import pytest
+from conftest import EXAMPLES
 
 from resumable import constants as C
 from resumable.errors import ResumableError
 from resumable.runtime import installed
 from resumable.runtime import torchrun_patch as tp
-from resumable.runtime.supervisor import proc_stat
+from resumable.runtime.proctable import proc_stat
 
-from .conftest import EXAMPLES, RUN_PY, clean_env, cli, fake_torch_layout, profile_text, python_path, read_jsonl, write
+from .conftest import RUN_PY, clean_env, cli, fake_torch_layout, profile_text, python_path, read_jsonl, write
 
 TASKD, ANCHOR = C.RUNPY_IMPORT_TASKD, C.RUNPY_ANCHOR_TASKD
 

@@ -161,12 +161,15 @@ def _cells(line):
 
 
 def parse_npu_smi(text):
-    """Parse ``npu-smi info`` (ADEPLOY module_utils/check_library_utils/npu_checks.py) for the 910B and the A3 layouts.
+    """Parse ``npu-smi info`` (ADEPLOY module_utils/check_library_utils/npu_checks.py) for the 910B, A3 and
+    Atlas 350/950 layouts.
 
-    Every chip has two rows: ``NPU Name | Health | ...`` then ``Chip [Phy-ID] | Bus-Id | ...``.
+    910B/A3: every chip has two rows: ``NPU Name | Health | ...`` then ``Chip [Phy-ID] | Bus-Id | ...``.
     On A3 nodes (header ``Chip  Phy-ID``) an NPU has two chips, each with both rows, and the
     second row starts with the chip id *and* the Phy-ID; on 910B nodes only with the chip id.
-    Health is kept per chip and summarised per NPU (any chip not OK makes the NPU not OK).
+    Atlas 350/950 (header ``NPU ID | Name | Health``, npu-smi 25.7 on an Ascend950PR): the id, the name
+    and the health are cells of their own, and the second row of an NPU holds only the Bus-Id (one
+    chip, id 0). Health is kept per chip and summarised per NPU (any chip not OK makes the NPU not OK).
     """
     result = {"driver_version": None, "npus": {}, "chips": [], "processes": [], "phy_id_column": False}
     section = None
@@ -183,11 +186,21 @@ def parse_npu_smi(text):
         if head[:2] == ["NPU", "Name"]:
             section = "chips"
             continue
+        if head == ["NPU", "ID"] and len(cells) >= 3 and cells[1] == "Name":
+            section = "npu_id"
+            continue
         if head[:1] == ["Chip"]:
             result["phy_id_column"] = "Phy-ID" in head
             continue
         if head[:2] == ["NPU", "Chip"] and len(cells) > 1 and cells[1].startswith("Process"):
             section = "processes"
+            continue
+        if section == "npu_id":
+            if len(cells) >= 3 and cells[0].isdigit():
+                pending = {"npu": cells[0], "name": cells[1], "health": cells[2]}
+            elif len(cells) >= 3 and not cells[0] and not cells[1] and _BUS_ID.match(cells[2]) and pending:
+                result["chips"].append(dict(pending, chip="0", bus_id=cells[2], phy_id=None))
+                pending = None
             continue
         if section == "chips" and len(cells) >= 3 and head and head[0].isdigit():
             if not _BUS_ID.match(cells[1]):
@@ -287,7 +300,35 @@ def crictl_holders(inspect_json):
     return holders
 
 
-def npu_holders(smi_processes, host_processes, containers):
+# Before its hot reset the driver installer kills, itself, the processes an operator listed in
+# /etc/custom_process.cfg as "AllowKilledWhenResetNPU:<name>:<pid>" (first 20 lines, whitespace removed,
+# the pid's /proc/<pid>/status Name must be <name>; A2 (d802) and A3 (d803) devices only) and, when
+# /etc/npu_dev_syslog.cfg enables a syslog_*_mode, the device log daemons "msnpureport report --permanent".
+# Source: Ascend driver scripts (github verylucky01/driver, a mirror of Huawei's driver, tag v8.5.0)
+# scripts/package/custom/driver/common/scripts/common.sh:240-262 (checkPidNameMatch), 324-378
+# (killWhiteProcess), 380-385 (setHotResetFlag calls it); device_hot_reset.sh:17, 375-385, 410.
+RESET_KILL_ENTRY = re.compile(r"^AllowKilledWhenResetNPU:([^:]+):([0-9]+)$")
+RESET_KILL_DEVICES = ("d802", "d803")
+
+
+def reset_killed_pids(custom_cfg, syslog_cfg, device_ids, processes):
+    """The pids among ``processes`` ({pid: {"name": status Name, "cmdline": argv joined by spaces}})
+    that the driver installer kills before its hot reset: they do not make a node busy."""
+    killed = set()
+    if any(d in RESET_KILL_DEVICES for d in device_ids):
+        for line in (custom_cfg or "").splitlines()[:20]:
+            line = re.sub(r"\s", "", line)
+            m = RESET_KILL_ENTRY.match(line)
+            if m and m.group(2) in processes and processes[m.group(2)].get("name") == m.group(1):
+                killed.add(m.group(2))
+    if re.search(r"\bsyslog_.*_mode:enable\b", syslog_cfg or ""):
+        for pid, info in processes.items():
+            if "msnpureport report --permanent" in info.get("cmdline", ""):
+                killed.add(pid)
+    return sorted(killed, key=int)
+
+
+def npu_holders(smi_processes, host_processes, containers, spared=()):
     """What really holds the NPUs: the processes npu-smi lists and the host processes with an NPU device
     node open (``/proc/<pid>/fd``, like ``fuser /dev/davinci*``; the node agent sees every container's
     processes from the host). A container is named only when its process is one of them.
@@ -295,9 +336,11 @@ def npu_holders(smi_processes, host_processes, containers):
     Container specs are not counted: containerd puts every host device into the spec of each privileged
     container (:func:`crictl_holders`), so kube-proxy, the CNI and CSI node pods would keep every node
     "busy" for ever, and a spec lists devices a container may open, not ones it has open.
+    ``spared`` are pids the driver installer kills itself before its hot reset (:func:`reset_killed_pids`).
     Returns ``{"busy", "pids", "containers"}``.
     """
-    pids = sorted({str(p.get("pid")) for p in list(smi_processes) + list(host_processes) if p.get("pid")})
+    every = {str(p.get("pid")) for p in list(smi_processes) + list(host_processes) if p.get("pid")}
+    pids = sorted(every - set(str(p) for p in spared))
     named = [c for c in containers if c.get("pid") and str(c["pid"]) in pids]
     return {"busy": bool(pids), "pids": pids, "containers": named}
 

@@ -22,8 +22,6 @@ import functools
 import re
 from typing import Dict, List, Optional, Tuple, Union
 
-_RELEASE = re.compile(r"^\d+(\.\d+)*")
-
 # Stage ranks: pre-release builds < RC < final < SPC/post.
 _ALPHA, _BETA, _RC, _FINAL, _POST = -3, -2, -1, 0, 1
 

@@ -13,12 +13,17 @@ description:
   - Reads the installed driver and firmware C(version.info), C(/etc/ascend_install.info) and the
     CANN toolkit and kernels/ops install records in both layouts (C(ascend-toolkit/latest) up
     to 8.3, C(cann) -> C(cann-<version>) from 8.5).
-  - Asks C(npu-smi) for health per chip (910B and A3 tables), the processes on the NPUs, the
-    running driver version and the running firmware version and board id.
+  - Asks C(npu-smi) for health per chip (910B, A3 and Atlas 350/950 tables), the processes on the NPUs,
+    the running driver version, and the running firmware of every NPU and the board id. C(running.firmware)
+    is the version all NPUs run; when they differ, the first one that is not the installed version (so a
+    node whose NPUs do not all run the installed firmware never looks converged); C(npu_smi.firmware_by_npu)
+    has each.
   - With I(check_holders), also lists host processes with C(/dev/davinci*) device nodes open and
     containers (docker, CRI) whose spec lists such nodes. C(busy) counts processes only (npu-smi's
     table and the host processes), because containerd lists every host device in the spec of a
-    privileged container, so a spec entry does not mean an NPU is used.
+    privileged container, so a spec entry does not mean an NPU is used. Processes the driver installer
+    kills itself before its hot reset (I(reset_kill_config), I(device_syslog_config)) are listed under
+    C(holders.killed_by_installer) and do not count.
   - Never changes anything; fully supports check mode.
 options:
   sysfs_root:
@@ -55,6 +60,18 @@ options:
     description: Root of the proc file system scanned for open NPU device nodes.
     type: path
     default: /proc
+  reset_kill_config:
+    description:
+      - The driver installer's list of processes it kills before a hot reset on A2/A3 devices
+        (C(AllowKilledWhenResetNPU:<name>:<pid>) lines; Huawei driver scripts, common.sh killWhiteProcess).
+    type: path
+    default: /etc/custom_process.cfg
+  device_syslog_config:
+    description:
+      - Device syslog configuration; when a C(syslog_*_mode:enable) line is in it the driver installer kills the
+        C(msnpureport report --permanent) log daemons before a hot reset (device_hot_reset.sh).
+    type: path
+    default: /etc/npu_dev_syslog.cfg
   container_clis:
     description: Container CLIs asked for containers with NPU devices (missing ones are skipped).
     type: list
@@ -119,6 +136,7 @@ from ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_hardwa
     npu_holders,
     parse_board,
     parse_npu_smi,
+    reset_killed_pids,
     short_id,
 )
 from ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_version import VersionError, in_ranges
@@ -364,6 +382,7 @@ def npu_smi_facts(module, path, present):
         "rc": None,
         "driver_version": None,
         "firmware_version": None,
+        "firmware_by_npu": {},
         "health": {},
         "chips": [],
         "all_healthy": None,
@@ -391,14 +410,38 @@ def npu_smi_facts(module, path, present):
             "busy": bool(parsed["processes"]),
         }
     )
-    if present and parsed["npus"]:
-        first = sorted(parsed["npus"], key=int)[0]
-        brc, bout, _ = module.run_command([path, "info", "-t", "board", "-i", first])
-        if brc == 0:
-            board = parse_board(bout)
-            smi["board_id"] = board["board_id"]
-            smi["firmware_version"] = board["firmware_version"]
+    smi["firmware_by_npu"] = {}
+    if present:
+        # every NPU: a firmware upgrade that reached only some of them must not look complete
+        for npu in sorted(parsed["npus"], key=int):
+            brc, bout, _ = module.run_command([path, "info", "-t", "board", "-i", npu])
+            board = parse_board(bout) if brc == 0 else {"board_id": None, "firmware_version": None}
+            smi["board_id"] = smi["board_id"] or board["board_id"]
+            smi["firmware_by_npu"][npu] = board["firmware_version"]
+        versions = set(smi["firmware_by_npu"].values())
+        smi["firmware_version"] = versions.pop() if len(versions) == 1 else None
     return smi
+
+
+def running_firmware(by_npu, installed):
+    """The firmware all NPUs run; when they differ, the first that is not ``installed`` (or None)."""
+    versions = [by_npu[n] for n in sorted(by_npu, key=int)]
+    if len(set(versions)) == 1:
+        return versions[0]
+    return next((v for v in versions if v != installed), None)
+
+
+def process_identities(proc_root, pids):
+    """{pid: {"name": /proc/<pid>/status Name, "cmdline": argv joined by spaces}} of the live pids."""
+    out = {}
+    for pid in pids:
+        status = _read(os.path.join(proc_root, pid, "status"))
+        if status is None:
+            continue
+        name = next((line.split(":", 1)[1].strip() for line in status.splitlines() if line.startswith("Name:")), "")
+        cmdline = _read(os.path.join(proc_root, pid, "cmdline")) or ""
+        out[pid] = {"name": name, "cmdline": " ".join(cmdline.replace("\0", " ").split())}
+    return out
 
 
 def main():
@@ -413,6 +456,8 @@ def main():
             toolkit_home=dict(type="path"),
             check_holders=dict(type="bool", default=False),
             proc_root=dict(type="path", default="/proc"),
+            reset_kill_config=dict(type="path", default="/etc/custom_process.cfg"),
+            device_syslog_config=dict(type="path", default="/etc/npu_dev_syslog.cfg"),
             container_clis=dict(type="list", elements="str", default=["docker", "crictl"]),
             state_files=dict(type="list", elements="path", default=[]),
             state_dirs=dict(type="list", elements="path", default=[]),
@@ -457,7 +502,14 @@ def main():
             compatible = None
 
     smi = npu_smi_facts(module, params["npu_smi"], bool(devices))
-    holders = {"checked": False, "processes": [], "containers": [], "holding": [], "errors": []}
+    holders = {
+        "checked": False,
+        "processes": [],
+        "containers": [],
+        "holding": [],
+        "errors": [],
+        "killed_by_installer": [],
+    }
     if params["check_holders"]:
         containers, errors = container_holders(module, params["container_clis"])
         holders = {
@@ -466,7 +518,15 @@ def main():
             "containers": containers,
             "errors": errors,
         }
-    holding = npu_holders(smi["processes"], holders["processes"], holders["containers"])
+    candidates_pids = sorted({str(p["pid"]) for p in smi["processes"] + holders["processes"] if p.get("pid")})
+    spared = reset_killed_pids(
+        _read(params["reset_kill_config"]),
+        _read(params["device_syslog_config"]),
+        [d["device_id"] for d in devices],
+        process_identities(params["proc_root"], candidates_pids) if candidates_pids else {},
+    )
+    holders["killed_by_installer"] = spared
+    holding = npu_holders(smi["processes"], holders["processes"], holders["containers"], spared)
     holders["holding"] = holding["containers"]
     candidates = board_accelerator_types(smi["board_id"])
 
@@ -493,7 +553,10 @@ def main():
         "accelerator_type": candidates[0] if len(candidates) == 1 else None,
         "driver": driver,
         "firmware": firmware,
-        "running": {"driver": smi["driver_version"], "firmware": smi["firmware_version"]},
+        "running": {
+            "driver": smi["driver_version"],
+            "firmware": running_firmware(smi["firmware_by_npu"], firmware["version"]),
+        },
         "driver_firmware_compatible": compatible,
         "install_info": _kv(params["install_info"]) or {},
         "cann": cann_facts(

@@ -1,0 +1,43 @@
+"""The one home of the paths every test module shares, and the loaders of the examples.
+
+Test modules import it by name (``from conftest import ROOT``: pytest puts tests/ on sys.path for
+this file, and the standalone checkers under tests/manifests put it there themselves). Those
+checkers run outside pytest in the demo's virtualenv, so this module imports only the standard
+library and PyYAML at its top; nothing here is a fixture.
+
+- ROOT: the repository; EXAMPLES its example profiles; FIXTURES the test doubles (tests/fixtures).
+- SHARED: the ``shared`` folder beside the repository (``../shared``): research notes, seeds and the
+  upstream release manifests (UPSTREAM), which are test data only and never copied into the project;
+  tests that read them skip with a message when the folder is absent.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Dict
+
+import yaml
+
+if TYPE_CHECKING:  # pragma: no cover
+    from resumable.plan.model import Plan
+
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+FIXTURES = TESTS / "fixtures"
+EXAMPLES = ROOT / "examples"
+SHARED = ROOT.parent / "shared"
+UPSTREAM = SHARED / "upstream"
+
+
+def example_doc(name: str) -> Dict[str, Any]:
+    """The example profile ``name`` (``pytorch-process-recovery.yaml``) as a YAML document to edit."""
+    doc: Dict[str, Any] = yaml.safe_load((EXAMPLES / name).read_text(encoding="utf-8"))
+    return doc
+
+
+def plan_of_doc(doc: Dict[str, Any], name: str = "<test>") -> Plan:
+    """The plan of a profile document (findings included, nothing refused)."""
+    from resumable.plan import build_plan
+    from resumable.profile import parse_profile
+
+    return build_plan(parse_profile(yaml.safe_dump(doc), name), name)

@@ -1,0 +1,188 @@
+"""The driver role's own kubectl calls (roles/ascend_driver/tasks/drain.yml, resume.yml) run by
+ansible-playbook on this machine against the emulated kubectl (tests/fixtures/kube/kubectl), which
+drains as kubectl v0.34.0 does (pkg/drain/filters.go, drain.go): the role's drain flags pass the
+DaemonSet and emptyDir pods of a node, a PodDisruptionBudget that allows no disruption fails the drain
+at the role's timeout with kubectl's reason, a bare pod is refused (no --force: the operator decides);
+re-labelling reports changed only when kubectl changed the node ("not labeled" is no change).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+KUBECTL = str(ROOT / "tests" / "fixtures" / "kube" / "kubectl")
+BIN = Path(sys.executable).parent
+PLAYBOOK = shutil.which("ansible-playbook", path=str(BIN)) or shutil.which("ansible-playbook")
+
+pytestmark = pytest.mark.skipif(PLAYBOOK is None, reason="ansible-playbook is not installed (make test-venv)")
+
+
+def _play(tmp_path: Path, tasks_from: str, extra: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """Run one task file of the role on host w1 (local); returns what the play recorded in out.json."""
+    state = tmp_path / "kube"
+    out = tmp_path / "out.json"
+    play_vars: Dict[str, Any] = {
+        "ascend_driver_kubectl": KUBECTL,
+        "ascend_driver_kubectl_host": "w1",
+        "ascend_driver_daemonset_selector": {"workerselector": "dls-worker-node"},
+        "ascend_driver_plan": {"order": ["driver"], "driver": {"reason": "driver 25.3.0 wanted"}},
+        "ascend_driver_window": None,
+    }
+    play_vars.update(extra or {})
+    play = [
+        {
+            "name": "One task file of ascend_driver against the emulated kubectl",
+            "hosts": "w1",
+            "gather_facts": False,
+            "vars": play_vars,
+            "tasks": [
+                {
+                    "name": "Run it",
+                    "block": [
+                        {
+                            "name": "The role's tasks",
+                            "ansible.builtin.include_role": {"name": "ascend_driver", "tasks_from": tasks_from},
+                        },
+                        {
+                            "name": "Record success",
+                            "ansible.builtin.copy": {
+                                "dest": str(out),
+                                "content": "{{ {'failed': false, 'relabel': ascend_driver_relabel | default({})}"
+                                " | to_json }}",
+                                "mode": "0644",
+                            },
+                        },
+                    ],
+                    "rescue": [
+                        {
+                            "name": "Record the failure",
+                            "ansible.builtin.copy": {
+                                "dest": str(out),
+                                "content": "{{ {'failed': true, 'task': ansible_failed_task.name,"
+                                " 'stderr': ansible_failed_result.stderr | default(''),"
+                                " 'msg': ansible_failed_result.msg | default('')} | to_json }}",
+                                "mode": "0644",
+                            },
+                        }
+                    ],
+                }
+            ],
+        }
+    ]
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(play, sort_keys=False))
+    (tmp_path / "hosts.yml").write_text(
+        yaml.safe_dump(
+            {"all": {"hosts": {"w1": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}
+        )
+    )
+    env = dict(
+        os.environ,
+        ANSIBLE_ROLES_PATH=str(ROOT / "roles"),
+        ANSIBLE_COLLECTIONS_PATH="%s:%s" % (ROOT / "collections", ROOT),
+        ANSIBLE_CONFIG=str(tmp_path / "none.cfg"),
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"),
+        ANSIBLE_HOME=str(tmp_path / "home"),
+        # the local connection passes its environment on (the role's kubectl env is a role var)
+        KUBE_FIXTURE_STATE=str(state),
+        ASCEND_FIXTURE_ENV=str(tmp_path / "none"),
+    )
+    # the window record's path is a role var: only extra vars override it
+    window_file = "ascend_driver_window_file=%s" % (tmp_path / "w.json")
+    argv = [str(PLAYBOOK), "-i", str(tmp_path / "hosts.yml"), "-e", window_file, str(tmp_path / "play.yml")]
+    run = subprocess.run(
+        argv,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert out.exists(), run.stdout + run.stderr
+    return dict(json.loads(out.read_text()))
+
+
+def _kubectl(tmp_path: Path, *argv: str) -> str:
+    env = dict(os.environ, KUBE_FIXTURE_STATE=str(tmp_path / "kube"), ASCEND_FIXTURE_ENV=str(tmp_path / "none"))
+    return subprocess.run([KUBECTL, *argv], env=env, capture_output=True, text=True, check=True, timeout=60).stdout
+
+
+def _node(tmp_path: Path) -> Dict[str, Any]:
+    return dict(json.loads(_kubectl(tmp_path, "get", "node", "w1", "-o", "json")))
+
+
+def _pods(tmp_path: Path) -> List[str]:
+    return sorted(p.stem for p in (tmp_path / "kube" / "pods").glob("*/*.json"))
+
+
+def _cluster(tmp_path: Path) -> None:
+    _kubectl(tmp_path, "fixture", "node", "w1", "workerselector=dls-worker-node")
+    _kubectl(tmp_path, "fixture", "daemonset-pod", "kube-system", "kube-proxy", "k8s-app=kube-proxy", "w1")
+    _kubectl(tmp_path, "fixture", "daemonset-pod", "kube-system", "ascend-device-plugin", "name=dp", "w1")
+    _kubectl(tmp_path, "fixture", "pod", "default", "train-0", "w1", "app=train")
+    _kubectl(tmp_path, "fixture", "pod", "default", "cache-0", "w1", "app=cache", "--emptydir")
+
+
+def test_the_roles_drain_flags_pass_daemonset_and_emptydir_pods(tmp_path: Path) -> None:
+    _cluster(tmp_path)
+    result = _play(tmp_path, "drain.yml")
+    assert result == {"failed": False, "relabel": {}}
+    assert _pods(tmp_path) == ["ascend-device-plugin-w1-0", "kube-proxy-w1-0"]
+    node = _node(tmp_path)
+    assert node["spec"]["unschedulable"] is True and "workerselector" not in node["metadata"]["labels"]
+    log = (tmp_path / "kube" / "kubectl.log").read_text()
+    assert "drain w1 --ignore-daemonsets --delete-emptydir-data --timeout=600s" in log
+
+
+def test_a_disruption_budget_fails_the_drain_with_kubectls_reason(tmp_path: Path) -> None:
+    _cluster(tmp_path)
+    _kubectl(tmp_path, "fixture", "pdb", "default", "train", "app=train", "0")
+    result = _play(
+        tmp_path,
+        "drain.yml",
+        {"ascend_driver_drain_args": ["--ignore-daemonsets", "--delete-emptydir-data", "--timeout=2s"]},
+    )
+    assert result["failed"] and result["task"] == "Drain the node (pods using NPUs are evicted; DaemonSet pods stay)"
+    assert "Cannot evict pod as it would violate the pod's disruption budget." in result["stderr"]
+    assert 'error when evicting pods/"train-0" -n "default": global timeout reached: 2s' in result["stderr"]
+    # the window's rescue (window.yml) restores the node and stops with this reason; the drain itself
+    # left the node cordoned, the NPU DaemonSets running (not paused yet) and the budgeted pod in place
+    assert _node(tmp_path)["spec"]["unschedulable"] is True
+    assert "train-0" in _pods(tmp_path) and "cache-0" not in _pods(tmp_path)
+
+
+def test_a_bare_pod_is_refused_without_force(tmp_path: Path) -> None:
+    _cluster(tmp_path)
+    _kubectl(tmp_path, "fixture", "pod", "default", "debug", "w1", "--bare")
+    result = _play(tmp_path, "drain.yml")
+    assert result["failed"]
+    assert "declare no controller (use --force to override): default/debug" in result["stderr"]
+    assert "train-0" in _pods(tmp_path)  # kubectl evicts nothing when a pod is refused
+
+
+@pytest.mark.parametrize(("labelled", "changed"), [(False, True), (True, False)])
+def test_relabel_is_changed_only_when_kubectl_labeled(tmp_path: Path, labelled: bool, changed: bool) -> None:
+    """kubectl prints "node/w1 not labeled" when the label is already there: no change."""
+    _kubectl(tmp_path, "fixture", "node", "w1", *(["workerselector=dls-worker-node"] if labelled else []))
+    window = {
+        "node": "w1",
+        "drained": True,
+        "was_cordoned": True,
+        "paused_labels": {"workerselector": "dls-worker-node"},
+        "allocatable": {},
+    }
+    result = _play(tmp_path, "resume.yml", {"ascend_driver_window": window, "ascend_driver_resume_wait": False})
+    assert not result["failed"]
+    [item] = result["relabel"]["results"]
+    assert item["stdout"] == ("node/w1 not labeled" if labelled else "node/w1 labeled")
+    assert item["changed"] is changed
