@@ -110,8 +110,8 @@ def test_the_installer_double_checks_the_run_user_in_etc_passwd() -> None:
 
 def _render_installer_argv(component: str, action: str, for_all: bool) -> List[str]:
     """The driver role's installer argv (tasks/install_one.yml) rendered by Ansible's templar."""
-    from ansible.parsing.dataloader import DataLoader
-    from ansible.template import Templar, trust_as_template
+    from ansible.parsing.dataloader import DataLoader  # type: ignore[import-untyped]
+    from ansible.template import Templar, trust_as_template  # type: ignore[import-untyped]
 
     tasks = yaml.safe_load((_role_dir("ascend_driver") / "tasks" / "install_one.yml").read_text())
     run = next(t for t in tasks[0]["block"] if "ansible.builtin.command" in t)
@@ -408,10 +408,40 @@ def test_a_hung_cann_installer_fails_the_node_instead_of_hanging_the_run(tmp_pat
     assert left.stdout.strip() == ""
 
 
-def test_a_hung_driver_installer_fails_the_node_instead_of_hanging_the_run() -> None:
-    tasks = yaml.safe_load((_role_dir("ascend_driver") / "tasks" / "install_one.yml").read_text())
-    run = next(t for t in tasks[0]["block"] if "ansible.builtin.command" in t)
-    assert run.get("async") == "{{ ascend_driver_installer_timeout | int }}"
+def test_a_hung_driver_installer_fails_the_node_instead_of_hanging_the_run(tmp_path: Path) -> None:
+    hung = tmp_path / "hung-driver.run"
+    hung.write_text("#!/bin/bash\necho started\nsleep 600\n")
+    state = tmp_path / "state"
+    state.mkdir()
+    role_vars = yaml.safe_load((_role_dir("ascend_driver") / "vars" / "main.yml").read_text())
+    tasks = [
+        {
+            "name": "Run the driver installer step",
+            "ansible.builtin.include_tasks": str(_role_dir("ascend_driver") / "tasks" / "install_one.yml"),
+            "vars": {
+                "ascend_driver_component": "driver",
+                "ascend_driver_plan": {"driver": {"to": "25.2.0", "action": "upgrade"}},
+                "ascend_package_files": {"driver": str(hung)},
+                "ascend_driver_installer_args": role_vars["ascend_driver_installer_args"],
+                "ascend_driver_state_dir": str(state),
+                "ascend_driver_install_for_all": True,
+                "ascend_driver_user": "HwHiAiUser",
+                "ascend_driver_group": "HwHiAiUser",
+                "ascend_driver_force": False,
+                "ascend_driver_reboot_marker": str(tmp_path / "reboot-required"),
+                "ascend_driver_reboot_policy": "if_needed",
+                "ascend_driver_installer_timeout": 3,
+                "ascend_driver_installer_poll": 1,
+            },
+        }
+    ]
+    started = time.monotonic()
+    result = _play(tmp_path, tasks, {"ansible_become": False}, timeout=120)
+    assert result.returncode != 0 and time.monotonic() - started < 60, result.stdout
+    assert "it did not finish within 3 s (ascend_driver_installer_timeout) and was killed" in result.stdout
+    assert (state / "driver.inprogress").exists() and not (tmp_path / "reboot-required").exists()
+    left = subprocess.run(["pgrep", "-f", str(hung)], capture_output=True, text=True, check=False)
+    assert left.stdout.strip() == ""
     specs = yaml.safe_load((_role_dir("ascend_driver") / "meta" / "argument_specs.yml").read_text())
     assert "ascend_driver_installer_timeout" in specs["argument_specs"]["main"]["options"]
 
@@ -448,16 +478,17 @@ def test_url_credentials_never_reach_the_output_of_a_failed_download(
     name = "Ascend-cann-toolkit_8.5.0_linux-x86_64.run"
     (root / name).write_text("not the package the checksum names\n")
     url = "http://deploy:s3cr3t-Pa55@%s/%s" % (address, name)
-    tasks = [
-        {
-            "name": "Fetch",
-            "ansible.builtin.include_role": {"name": "ascend_package"},
-            "vars": {
-                "ascend_package_items": {"toolkit": {"url": url, "checksum": "sha256:" + "0" * 64}},
-                "ascend_package_dir": str(tmp_path / "cache"),
-            },
-        }
-    ]
+
+    def fetch(item: Dict[str, str]) -> List[Dict[str, Any]]:
+        return [
+            {
+                "name": "Fetch",
+                "ansible.builtin.include_role": {"name": "ascend_package"},
+                "vars": {"ascend_package_items": {"toolkit": item}, "ascend_package_dir": str(tmp_path / "cache")},
+            }
+        ]
+
+    tasks = fetch({"url": url, "checksum": "sha256:" + "0" * 64})
     result = _play(tmp_path, tasks, {"ansible_become": False})
     out = result.stdout + result.stderr
     assert result.returncode != 0, out
@@ -465,7 +496,6 @@ def test_url_credentials_never_reach_the_output_of_a_failed_download(
     assert "http://***@%s/%s" % (address, name) in out
     assert "checksum" in out.lower()
     # a malformed item is refused without printing its URL either
-    bad = [dict(tasks[0], vars=dict(tasks[0]["vars"], ascend_package_items={"toolkit": {"url": url}}))]
-    refused = _play(tmp_path, bad, {"ansible_become": False})
+    refused = _play(tmp_path, fetch({"url": url}), {"ansible_become": False})
     assert refused.returncode != 0 and "s3cr3t-Pa55" not in refused.stdout + refused.stderr
     assert "http://***@%s/%s" % (address, name) in refused.stdout
