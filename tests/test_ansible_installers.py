@@ -34,6 +34,7 @@ FIXTURES = REPO / "tests" / "fixtures" / "ascend"
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from tests import test_ansible_hardware as hardware_tests  # noqa: E402
 from tests.role_code import load  # noqa: E402
 
 
@@ -150,7 +151,9 @@ def test_the_driver_role_never_passes_install_for_all_with_upgrade(component: st
 
 driver_filters = _filters("ascend_driver")
 cann_filters = _filters("ascend_cann")
-NODES = {"hdk": "25.2.0", "chip": "ascend-910b", "accelerator_type": "module-910b-8", "arch": "x86_64"}
+# the decide parameters of the hardware tests (a 910B x86_64 node, HDK 25.2.0, HwHiAiUser 1000:1000)
+NODES = hardware_tests.NODES
+_params = hardware_tests._params
 USER = {"name": "HwHiAiUser", "uid": 1000, "gid": 1000, "home": "/home/HwHiAiUser", "shell": "/bin/bash"}
 GROUP = {"name": "HwHiAiUser", "gid": 1000, "members": []}
 PASSWD = "root:x:0:0:root:/root:/bin/bash\nHwHiAiUser:x:1000:1000::/home/HwHiAiUser:/bin/bash"
@@ -180,32 +183,6 @@ def _node(
         "packages": {},
         "files": files,
     }
-
-
-def _params(**changes: Any) -> Dict[str, Any]:
-    params: Dict[str, Any] = {
-        "plan_nodes": NODES,
-        "profile": "p.yaml",
-        "reboot_policy": "if_needed",
-        "versions": {"driver": "25.2.0", "firmware": "7.7.0.1.231"},
-        "packages": {
-            "driver": {"src": "/srv/Ascend-hdk-910b-npu-driver_25.2.0_linux-x86-64.run"},
-            "firmware": {"src": "/srv/Ascend-hdk-910b-npu-firmware_7.7.0.1.231.run"},
-        },
-        "install_for_all": True,
-        "allow_downgrade": False,
-        "user": "HwHiAiUser",
-        "group": "HwHiAiUser",
-        "uid": 1000,
-        "gid": 1000,
-        "home": "/home/HwHiAiUser",
-        "shell": "/bin/bash",
-        "state_dir": "/var/lib/ascend-resumable",
-        "window_file": "/var/lib/ascend-resumable/driver-window.json",
-        "prerequisites": True,
-    }
-    params.update(changes)
-    return params
 
 
 def test_a_driver_installed_without_install_for_all_is_accepted_not_reinstalled() -> None:
