@@ -396,11 +396,6 @@ def test_plan_converged_node_does_nothing_whatever_the_spelling() -> None:
     assert p["order"] == [] and not p["changes"]
 
 
-def test_plan_install_parameter_change_reinstalls_with_full() -> None:
-    p = plan(_installed("25.2.0", "7.7.0.1.231"), "25.2.0", "7.7.0.1.231", False)
-    assert p["order"] == ["driver"] and p["driver"]["action"] == "full"
-
-
 def test_plan_refuses_downgrade_unless_allowed() -> None:
     p = plan(_installed("25.2.0", "7.7.0.1.231"), "25.1.0", "7.7.0.1.231")
     assert p["downgrades"] == ["driver"] and not p["changes"]

@@ -33,7 +33,7 @@ def ascend_cann_plan(cann, wanted, has_ops=False, in_progress=None, allow_downgr
     try:
         unified = compare(wanted, UNIFIED_FROM) >= 0
         order = compare(wanted, cann["version"]) if cann.get("installed") and cann.get("version") else None
-        ops_current = cann.get("ops_version") and compare(wanted, cann["ops_version"]) == 0
+        ops_order = compare(wanted, cann["ops_version"]) if cann.get("ops_version") else None
     except VersionError as exc:
         raise AnsibleFilterError("ascend_cann_plan: %s" % exc) from exc
     plan = {"toolkit": "none", "ops": "none", "unified": unified, "refusals": [], "changes": False, "reason": ""}
@@ -54,7 +54,15 @@ def ascend_cann_plan(cann, wanted, has_ops=False, in_progress=None, allow_downgr
         )
     else:
         plan["reason"] = "CANN %s already installed" % cann["version"]
-    if has_ops and not plan["refusals"] and (plan["toolkit"] != "none" or not ops_current or "ops" in in_progress):
+    if has_ops and not plan["refusals"] and ops_order is not None and ops_order < 0 and not allow_downgrade:
+        # the kernels/ops installer replaces what is there whatever its version (ADEPLOY
+        # library/install_cann.py installs kernels/ops with --install every time)
+        plan["refusals"].append(
+            "refusing to downgrade the CANN kernels/ops package from %s to %s (set ascend_cann_allow_downgrade=true "
+            "if intended)" % (cann["ops_version"], wanted)
+        )
+        plan["reason"] = "kernels/ops downgrade refused"
+    if has_ops and not plan["refusals"] and (plan["toolkit"] != "none" or ops_order != 0 or "ops" in in_progress):
         plan["ops"] = "install"
     plan["changes"] = plan["toolkit"] != "none" or plan["ops"] != "none"
     return plan

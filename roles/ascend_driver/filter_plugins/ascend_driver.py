@@ -43,7 +43,15 @@ def ascend_driver_plan(
     in_progress = set(in_progress or [])
     record = facts.get("install_info") or {}
     wanted_for_all = "yes" if install_for_all else "no"
-    plan = {"driver": None, "firmware": None, "order": [], "downgrades": [], "refusals": [], "changes": False}
+    plan = {
+        "driver": None,
+        "firmware": None,
+        "order": [],
+        "downgrades": [],
+        "refusals": [],
+        "notes": [],
+        "changes": False,
+    }
     installed = {
         "driver": (facts["driver"]["version"] if facts["driver"]["installed"] else None),
         "firmware": (facts["firmware"]["version"] if facts["firmware"]["installed"] else None),
@@ -63,19 +71,8 @@ def ascend_driver_plan(
                 order = compare(wanted, have)
             except VersionError as exc:
                 raise AnsibleFilterError("ascend_driver_plan: %s %s" % (name, exc)) from exc
-            params_differ = (
-                name == "driver"
-                and record.get("Driver_Install_For_All")
-                and record.get("Driver_Install_For_All") != wanted_for_all
-            )
-            if order == 0 and not params_differ:
+            if order == 0:
                 step.update(reason="%s already installed" % have)
-            elif order == 0:
-                step.update(
-                    action="full",
-                    reason="install parameters differ (Driver_Install_For_All=%s, wanted %s)"
-                    % (record.get("Driver_Install_For_All"), wanted_for_all),
-                )
             elif order < 0 and not allow_downgrade:
                 step.update(reason="downgrade %s -> %s refused" % (have, wanted))
                 plan["downgrades"].append(name)
@@ -86,8 +83,12 @@ def ascend_driver_plan(
             elif order < 0:
                 step.update(action="full", reason="downgrade %s -> %s allowed" % (have, wanted))
             else:
-                step.update(action="full" if params_differ else "upgrade", reason="upgrade %s -> %s" % (have, wanted))
+                step.update(action="upgrade", reason="upgrade %s -> %s" % (have, wanted))
         plan[name] = step
+    note = _install_for_all_note(record, installed["driver"], wanted_for_all)
+    if note and plan["driver"]:
+        plan["driver"]["reason"] += "; " + note
+        plan["notes"].append(note)
     recorded = (record.get("UserName"), record.get("UserGroup"))
     if installed["driver"] and run_user and recorded[0] and recorded != (run_user, run_group or run_user):
         plan["refusals"].append(
@@ -103,6 +104,27 @@ def ascend_driver_plan(
     plan["order"] = [n for n in sequence if plan[n] and plan[n]["action"]]
     plan["changes"] = bool(plan["order"]) and not plan["refusals"]
     return plan
+
+
+def _install_for_all_note(record, installed_driver, wanted_for_all):
+    """How the installed driver was installed, when it is not what the role would pass: accepted.
+
+    The record is Driver_Install_For_All in /etc/ascend_install.info. --upgrade keeps it (HDK-DRV
+    install.sh:447-451 reuses the recorded value, :564-589 writes it back) and refuses
+    --install-for-all (args_parse.sh:239-241), so an upgrade never changes it; only an uninstall +
+    --full would, which needs a maintenance window (drain) for a node that runs the wanted driver.
+    The difference only matters to a MindCluster component running as a binary under another user
+    (NPU Exporter as hwMindX); the DaemonSets run in containers. So the installed value is kept,
+    and said so, instead of draining and reinstalling a node that runs the wanted driver.
+    """
+    have = record.get("Driver_Install_For_All")
+    if not installed_driver or not have or have == wanted_for_all:
+        return ""
+    return (
+        "installed with Driver_Install_For_All=%s (/etc/ascend_install.info), ascend_driver_install_for_all "
+        "wants %s: kept (--upgrade keeps it; changing it needs an uninstall and --full by hand, in a window)"
+        % (have, wanted_for_all)
+    )
 
 
 def _account_problems(facts, p):
@@ -143,6 +165,52 @@ def _account_problems(facts, p):
         "create_user": by_name is None or [by_name["gid"], by_name["home"], by_name["shell"]] != wanted,
     }
     return problems, account
+
+
+# The installer reads these files itself, not NSS (HDK-DRV install.sh:388-404).
+_LOCAL_ACCOUNT_FILES = {"user": "/etc/passwd", "group": "/etc/group"}
+# npu_facts reads at most this many characters of a file: a longer one may be cut.
+_READ_CAP = 65536
+
+
+def _local_account_problems(facts, p, account):
+    """A run user or group that NSS knows (LDAP, SSSD) but /etc/passwd or /etc/group does not.
+
+    The driver installer checks the run user with ``cat /etc/passwd | cut -f1 -d':' | grep -w``
+    and the group in /etc/group (HDK-DRV verylucky01/driver v8.5.0 install.sh:388-404, called on
+    install and upgrade at :1353), while the role's lookups (getent) go through NSS: such a user
+    passed the role's check and the installer refused it after the node was drained. Accounts the
+    role creates itself are local. A file that was not read, or read up to the cap, is not judged.
+    """
+    files = facts.get("files") or {}
+    problems = []
+    for kind, name, created in (
+        ("user", p["user"], account["create_user"] and not _known(facts, "users", p["user"])),
+        ("group", p["group"], account["create_group"]),
+    ):
+        path = _LOCAL_ACCOUNT_FILES[kind]
+        text = files.get(path)
+        if created or text is None or len(text) >= _READ_CAP - 1:
+            continue
+        if name not in set(line.split(":", 1)[0] for line in text.splitlines()):
+            problems.append(
+                "the driver run %s %s is known to NSS (LDAP/SSSD) but is not in %s, where the driver installer looks "
+                "it up (it would refuse with ERR_NO:0x0091 after the node was drained): add a local entry with the "
+                "same ids (%s; useradd/groupadd refuse a name NSS already knows: use vipw/vigr, luseradd/lgroupadd, "
+                "or ansible.builtin.%s with local: true), then re-run"
+                % (
+                    kind,
+                    name,
+                    path,
+                    "uid %s, gid %s" % (p["uid"], p["gid"]) if kind == "user" else "gid %s" % p["gid"],
+                    kind,
+                )
+            )
+    return problems
+
+
+def _known(facts, kind, name):
+    return ((facts.get("accounts") or {}).get(kind) or {}).get(name) is not None
 
 
 def ascend_driver_decide(facts, p):
@@ -212,6 +280,8 @@ def ascend_driver_decide(facts, p):
     )
     account_problems, account = _account_problems(facts, p)
     problems.extend(account_problems)
+    if plan["changes"]:
+        problems.extend(_local_account_problems(facts, p, account))
     window_text = files.get(p["window_file"])
     window = json.loads(window_text) if window_text else None
     missing = [n for n, v in sorted((facts.get("packages") or {}).items()) if v is None] if p["prerequisites"] else []
