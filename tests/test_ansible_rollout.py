@@ -15,12 +15,14 @@ structure of compute.yml is under test here, the roles have their molecule scena
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 import pytest
 import yaml
@@ -173,9 +175,7 @@ def _rollout(
                 "all": {
                     # a host whose sshd refuses the connection: a task delegated to it comes back UNREACHABLE
                     "hosts": {"gone": {"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 9}},
-                    "children": {
-                        "ascend_cluster": {"children": {"ascend_compute": {"hosts": {n: {} for n in names}}}}
-                    },
+                    "children": {"ascend_cluster": {"children": {"ascend_compute": {"hosts": {n: {} for n in names}}}}},
                 }
             }
         )
@@ -318,3 +318,131 @@ def test_delegated_kubectl_calls_are_throttled() -> None:
                 delegated.append((path.relative_to(ROOT), task.get("name"), task.get("throttle")))
     assert len(delegated) >= 10
     assert [d for d in delegated if not str(d[2]).startswith("{{ ") or "kubectl_throttle" not in str(d[2])] == []
+
+
+# --- the driver role's pending reboot and the NPUs being up, decided from what the node reports ---------------
+
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def _load(name: str, path: Path) -> Any:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _npu_node(
+    driver: str = "25.2.0",
+    firmware: Optional[str] = "7.7.0.1.231",
+    running: Optional[Dict[str, Optional[str]]] = None,
+    chips: int = 8,
+    health: Optional[Dict[str, str]] = None,
+    smi: bool = True,
+) -> Dict[str, Any]:
+    user = {"name": "HwHiAiUser", "uid": 1000, "gid": 1000, "home": "/home/HwHiAiUser", "shell": "/bin/bash"}
+    group = {"name": "HwHiAiUser", "gid": 1000, "members": []}
+    return {
+        "arch": "x86_64",
+        "present": True,
+        "count": 8,
+        "devices": [{"device_id": "d802", "chip": "910B3", "profile_chip": "ascend-910b"}] * 8,
+        "chips": ["910B3"],
+        "board_id": "0x33",
+        "accelerator_types": ["module-910b-8"],
+        "npu_smi_path": "/usr/local/sbin/npu-smi",
+        "npu_smi": {
+            "available": smi,
+            "rc": 0 if smi else 1,
+            "error": None if smi else "dcmi module initialize failed. ret is -8005",
+            "chips": [{"npu": str(i)} for i in range(chips)] if smi else [],
+            "health": (health or {str(i): "OK" for i in range(chips)}) if smi else {},
+        },
+        "driver": {"installed": True, "version": driver, "complete": True, "loaded": True},
+        "firmware": {"installed": firmware is not None, "version": firmware},
+        "running": running if running is not None else {"driver": driver, "firmware": firmware},
+        "install_info": {"Driver_Install_For_All": "yes", "UserName": "HwHiAiUser", "UserGroup": "HwHiAiUser"},
+        "accounts": {"users": {"HwHiAiUser": user, "1000": user}, "groups": {"HwHiAiUser": group, "1000": group}},
+        "packages": {},
+        "files": {},
+    }
+
+
+def _driver_params(firmware: str = "7.7.0.1.231") -> Dict[str, Any]:
+    return {
+        "plan_nodes": {"hdk": "25.2.0", "chip": "ascend-910b", "accelerator_type": "module-910b-8", "arch": "x86_64"},
+        "profile": "p.yaml",
+        "reboot_policy": "if_needed",
+        "versions": {"driver": "25.2.0", "firmware": firmware},
+        "packages": {"driver": {"src": "/srv/Ascend-hdk-910b-npu-driver_25.2.0_linux-x86-64.run"}, "firmware": {}},
+        "install_for_all": True,
+        "allow_downgrade": False,
+        "user": "HwHiAiUser",
+        "group": "HwHiAiUser",
+        "uid": 1000,
+        "gid": 1000,
+        "home": "/home/HwHiAiUser",
+        "shell": "/bin/bash",
+        "state_dir": "/var/lib/ascend-resumable",
+        "window_file": "/var/lib/ascend-resumable/driver-window.json",
+        "prerequisites": False,
+    }
+
+
+def test_a_pending_reboot_is_read_from_the_node_not_only_from_this_run() -> None:
+    """Item 4: the reboot came only from a handler notified in the same run. A node whose installed
+    driver/firmware does not run (a run that stopped before its reboot, a deferred reboot, a removed window
+    record) now needs a window, so a re-run drains it and release.yml reboots it."""
+    decide = _load("ascend_driver_filters_19a", ROOT / "roles/ascend_driver/filter_plugins/ascend_driver.py")
+    converged = decide.ascend_driver_decide(_npu_node(), _driver_params())
+    assert converged["problems"] == [] and not converged["needs_window"] and converged["not_running"] == []
+    firmware = decide.ascend_driver_decide(
+        _npu_node(running={"driver": "25.2.0", "firmware": "7.1.0.11.220"}), _driver_params()
+    )
+    assert firmware["plan"]["order"] == [] and firmware["window"] is None
+    assert firmware["needs_window"] and firmware["needs_change"]
+    assert firmware["not_running"] == ["firmware 7.7.0.1.231 is installed but npu-smi reports 7.1.0.11.220"]
+    driver = decide.ascend_driver_decide(
+        _npu_node(running={"driver": None, "firmware": "7.7.0.1.231"}, smi=False), _driver_params()
+    )
+    assert driver["needs_window"] and driver["not_running"] == [
+        "driver 25.2.0 is installed but npu-smi reports none running"
+    ]
+    # firmware not managed by the inventory: its flash version is not the role's business
+    unmanaged = decide.ascend_driver_decide(
+        _npu_node(running={"driver": "25.2.0", "firmware": "7.1.0.11.220"}), _driver_params(firmware="")
+    )
+    assert not unmanaged["needs_window"] and unmanaged["not_running"] == []
+
+
+def test_npus_are_up_when_the_hardware_says_so_not_when_the_count_of_before_is_back() -> None:
+    """Item 5: after a reboot npu-smi was read once. The role now polls until npus_not_up is empty: npu-smi
+    answers, lists every chip on the PCI bus, each NPU healthy; a node whose faulty NPU the change repaired is
+    up (nothing compares with the count from before the window)."""
+    npus_not_up = importlib.import_module(
+        "ansible_collections.ascend_resumable.npu.plugins.filter.npus_not_up"
+    ).npus_not_up
+    assert npus_not_up(_npu_node()) == []
+    assert npus_not_up(_npu_node(smi=False)) == [
+        "/usr/local/sbin/npu-smi info does not answer (rc 1: dcmi module initialize failed. ret is -8005)"
+    ]
+    assert npus_not_up(_npu_node(chips=6)) == ["npu-smi lists 6 of the 8 NPU chips on the PCI bus"]
+    alarm = dict({str(i): "OK" for i in range(8)}, **{"3": "Alarm"})
+    assert npus_not_up(_npu_node(health=alarm)) == ["NPU 3 health Alarm"]
+    assert npus_not_up(dict(_npu_node(smi=False), present=False)) == []
+
+
+def test_release_waits_for_the_npus_repeatedly_and_judges_them_by_the_hardware() -> None:
+    """The wait is a bounded poll (retries from ascend_driver_npu_wait_timeout), not one read, and runs after
+    the change, after a pending reboot and before release.yml judges a node read earlier."""
+    tasks = {p.name: yaml.safe_load(p.read_text()) for p in (ROOT / "roles/ascend_driver/tasks").glob("*.yml")}
+    (wait,) = [t for t in _tasks(tasks["wait_npus.yml"]) if "ascend_resumable.npu.ascend_npu_facts" in t]
+    assert "npus_not_up" in str(wait["until"]) and "npu_wait_retries" in str(wait["retries"])
+    for name in ("window.yml", "reboot_pending.yml", "release.yml"):
+        assert [t for t in _tasks(tasks[name]) if t.get("ansible.builtin.include_tasks") == "wait_npus.yml"], name
+    defaults = yaml.safe_load((ROOT / "roles/ascend_driver/defaults/main.yml").read_text())
+    assert defaults["ascend_driver_npu_wait_timeout"] == 600
+    release = str(tasks["release.yml"])
+    assert "npus_not_up" in release and "all_healthy" not in release

@@ -152,7 +152,7 @@ def _not_running(facts, versions):
     handler, a window record removed by hand and a reboot deferred by policy, so a re-run takes the
     node into a window and reboots it (policy permitting).
     """
-    if not facts.get("present"):
+    if not facts.get("present") or "running" not in facts:  # no NPUs, or npu-smi was not read
         return []
     out = []
     running = facts.get("running") or {}
@@ -165,7 +165,9 @@ def _not_running(facts, versions):
         except VersionError:
             same = False
         if not same:
-            out.append("%s %s is installed but npu-smi reports %s" % (name, installed["version"], now or "none running"))
+            out.append(
+                "%s %s is installed but npu-smi reports %s" % (name, installed["version"], now or "none running")
+            )
     return out
 
 

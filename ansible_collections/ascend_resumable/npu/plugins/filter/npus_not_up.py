@@ -53,9 +53,7 @@ def npus_not_up(facts):
         reasons.append("npu-smi lists %d of the %d NPU chips on the PCI bus" % (listed, on_bus))
     unhealthy = sorted((n for n, h in (smi.get("health") or {}).items() if h != "OK"), key=str)
     if unhealthy:
-        reasons.append(
-            "NPU %s health %s" % (", ".join(unhealthy), ", ".join(str(smi["health"][n]) for n in unhealthy))
-        )
+        reasons.append("NPU %s health %s" % (", ".join(unhealthy), ", ".join(str(smi["health"][n]) for n in unhealthy)))
     if not smi.get("health"):
         reasons.append("npu-smi lists no NPU")
     return reasons
