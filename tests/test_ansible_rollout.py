@@ -2,6 +2,8 @@
 local hosts with the driver and CANN roles replaced by stubs (tests/ stubs below): only the play
 structure of compute.yml is under test here, the roles have their molecule scenarios.
 
+- Engine changes (Ascend Docker Runtime, the containerd/docker configuration and its restart) and CANN
+  happen inside each node's drained window, before its release; playbooks/nodes.yml restarts nothing.
 - The rollout knobs are play keywords, which Ansible templates without a host: a value in the
   inventory's group_vars used to be ignored (ascend_rollout_serial: 2 still ran 20% batches).
 - With ``max_fail_percentage: 0`` ansible-core's linear strategy fails every other host of a batch
@@ -13,12 +15,14 @@ structure of compute.yml is under test here, the roles have their molecule scena
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 import pytest
 import yaml
@@ -30,14 +34,62 @@ PLAYBOOK = shutil.which("ansible-playbook", path=str(BIN)) or shutil.which("ansi
 pytestmark = pytest.mark.skipif(PLAYBOOK is None, reason="ansible-playbook is not installed (make test-venv)")
 
 STUB_DRIVER_ASSESS = """
-- name: Stub decision (every node needs a change)
+- name: Stub decision (every node in rollout_test_driver needs a driver change)
   ansible.builtin.set_fact:
-    ascend_driver_decision: {problems: [], needs_change: true}
+    ascend_driver_decision: {problems: [], needs_change: "{{ inventory_hostname in rollout_test_driver }}"}
 """
 STUB_CANN_DECIDE = """
 - name: Stub CANN decision
   ansible.builtin.set_fact:
     ascend_cann_decision: {problems: [], needs_change: false}
+"""
+# Ascend Docker Runtime: nodes in rollout_test_engine need an engine configuration change
+STUB_RUNTIME_DECIDE = """
+- name: Stub runtime decision
+  ansible.builtin.set_fact:
+    ascend_docker_runtime_engine: containerd
+    ascend_docker_runtime_decision:
+      problems: []
+      action: none
+      config_changes: "{{ inventory_hostname in rollout_test_engine }}"
+      needs_change: "{{ inventory_hostname in rollout_test_engine }}"
+"""
+STUB_RUNTIME_MAIN = """
+- name: Stub runtime decide
+  ansible.builtin.import_tasks: decide.yml
+- name: Stub engine configuration
+  ansible.builtin.shell: echo "engine {{ inventory_hostname }}" >> {log}
+  changed_when: true
+  when: ascend_docker_runtime_decision.needs_change
+  notify: stub restart engine
+- name: Stub runtime applied
+  ansible.builtin.set_fact:
+    ascend_docker_runtime_decision: {problems: [], action: none, config_changes: false, needs_change: false}
+"""
+STUB_RUNTIME_HANDLERS = """
+- name: Stub engine restart
+  ansible.builtin.shell: echo "restart {{ inventory_hostname }}" >> {log}
+  changed_when: true
+  listen: stub restart engine
+"""
+# The driver role's window opened for CANN or the engine only (tasks_from open), and its release
+STUB_DRIVER_OPEN = """
+- name: Stub window opened for other changes
+  ansible.builtin.shell: echo "open {{ inventory_hostname }}" >> {log}
+  changed_when: true
+- name: Stub window record
+  ansible.builtin.set_fact:
+    ascend_driver_window: {reason: "{{ ascend_driver_window_reason }}"}
+"""
+STUB_DRIVER_RELEASE = """
+- name: Stub release
+  ansible.builtin.shell: echo "released {{ inventory_hostname }}" >> {log}
+  changed_when: true
+  when: inventory_hostname not in rollout_test_hold
+- name: Stub window closed
+  ansible.builtin.set_fact:
+    ascend_driver_window: null
+  when: inventory_hostname not in rollout_test_hold
 """
 # The window of the stub driver role: opened, then the node fails, is held waiting for a reboot
 # or is released; each step is logged so the test sees which nodes got how far.
@@ -45,6 +97,11 @@ STUB_DRIVER_MAIN = """
 - name: Stub window opened
   ansible.builtin.shell: echo "window {{ inventory_hostname }}" >> {log}
   changed_when: true
+  when: ascend_driver_decision.needs_change
+- name: Stub window record
+  ansible.builtin.set_fact:
+    ascend_driver_window: {reason: "driver upgrade"}
+  when: ascend_driver_decision.needs_change
 - name: Stub delegated kubectl call (its target refuses the connection for some nodes)
   ansible.builtin.command: "true"
   delegate_to: "{{ 'gone' if inventory_hostname in rollout_test_unreachable else inventory_hostname }}"
@@ -58,15 +115,22 @@ STUB_DRIVER_MAIN = """
     ascend_driver_window: {reason: "firmware upgrade"}
     ascend_driver_not_running: ["firmware 7.8.0.1.220 is installed but npu-smi reports 7.7.0.1.231"]
   when: inventory_hostname in rollout_test_hold
-- name: Stub release
+- name: Stub release by the role itself (compute.yml releases after CANN and the engine instead)
   ansible.builtin.shell: echo "released {{ inventory_hostname }}" >> {log}
   changed_when: true
-  when: inventory_hostname not in rollout_test_hold
+  when: inventory_hostname not in rollout_test_hold and ascend_driver_release | default(true) | bool
 """
 STUB_CANN_MAIN = """
 - name: Stub CANN
   ansible.builtin.shell: echo "cann {{ inventory_hostname }}" >> {log}
   changed_when: true
+  when: ascend_driver_decision.needs_change or ascend_cann_decision.needs_change
+"""
+# playbooks/nodes.yml's other roles: nothing to do here
+STUB_EMPTY = """
+- name: Stub role
+  ansible.builtin.debug:
+    msg: stub
 """
 
 
@@ -78,18 +142,31 @@ def _rollout(
     hold: Optional[List[str]] = None,
     unreachable: Optional[List[str]] = None,
     extra: Optional[List[str]] = None,
+    driver: Optional[List[str]] = None,
+    engine: Optional[List[str]] = None,
+    playbook: str = "compute.yml",
 ) -> tuple[subprocess.CompletedProcess[str], List[str]]:
     log = tmp_path / "rollout.log"
-    files = {
-        "roles/ascend_driver/tasks/assess.yml": STUB_DRIVER_ASSESS,
-        "roles/ascend_driver/tasks/main.yml": STUB_DRIVER_MAIN.replace("{log}", str(log)),
-        "roles/ascend_cann/tasks/decide.yml": STUB_CANN_DECIDE,
-        "roles/ascend_cann/tasks/main.yml": STUB_CANN_MAIN.replace("{log}", str(log)),
+    stubs = {
+        "ascend_driver/tasks/assess.yml": STUB_DRIVER_ASSESS,
+        "ascend_driver/tasks/main.yml": STUB_DRIVER_MAIN,
+        "ascend_driver/tasks/open.yml": STUB_DRIVER_OPEN,
+        "ascend_driver/tasks/release.yml": STUB_DRIVER_RELEASE,
+        "ascend_cann/tasks/decide.yml": STUB_CANN_DECIDE,
+        "ascend_cann/tasks/main.yml": STUB_CANN_MAIN,
+        "ascend_docker_runtime/tasks/decide.yml": STUB_RUNTIME_DECIDE,
+        "ascend_docker_runtime/tasks/main.yml": STUB_RUNTIME_MAIN,
+        "ascend_docker_runtime/handlers/main.yml": STUB_RUNTIME_HANDLERS,
+        "mindcluster_node/tasks/main.yml": STUB_EMPTY,
+        "shared_storage/tasks/main.yml": STUB_EMPTY,
+        "resumable_install/tasks/main.yml": STUB_EMPTY,
     }
+    files = {"roles/" + name: text.replace("{log}", str(log)) for name, text in stubs.items()}
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("---" + text)
     names = ["n%d" % i for i in range(1, hosts + 1)]
+    driver = names if driver is None else driver
     inventory = tmp_path / "inventory"
     (inventory / "group_vars").mkdir(parents=True)
     (inventory / "hosts.yml").write_text(
@@ -98,7 +175,7 @@ def _rollout(
                 "all": {
                     # a host whose sshd refuses the connection: a task delegated to it comes back UNREACHABLE
                     "hosts": {"gone": {"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 9}},
-                    "children": {"ascend_compute": {"hosts": {n: {} for n in names}}},
+                    "children": {"ascend_cluster": {"children": {"ascend_compute": {"hosts": {n: {} for n in names}}}}},
                 }
             }
         )
@@ -111,6 +188,8 @@ def _rollout(
         "rollout_test_fail": fail or [],
         "rollout_test_hold": hold or [],
         "rollout_test_unreachable": unreachable or [],
+        "rollout_test_driver": driver,
+        "rollout_test_engine": engine or [],
     }
     (inventory / "group_vars" / "ascend_compute.yml").write_text(yaml.safe_dump(dict(group_vars, **knobs)))
     env = dict(
@@ -122,7 +201,7 @@ def _rollout(
         ANSIBLE_RETRY_FILES_ENABLED="0",
     )
     run = subprocess.run(
-        [str(PLAYBOOK), "-i", str(inventory / "hosts.yml"), str(ROOT / "playbooks" / "compute.yml"), *(extra or [])],
+        [str(PLAYBOOK), "-i", str(inventory / "hosts.yml"), str(ROOT / "playbooks" / playbook), *(extra or [])],
         cwd=str(tmp_path),
         env=env,
         capture_output=True,
@@ -185,6 +264,38 @@ def test_the_documented_tags_run_the_rollout(tmp_path: Path) -> None:
     assert "batch n1, n2: released n1, n2; held none" in run.stdout
 
 
+def test_engine_changes_happen_inside_the_serial_window(tmp_path: Path) -> None:
+    """playbooks/nodes.yml used to restart containerd + kubelet (or docker) on every compute node at once
+    when the engine configuration changed; the read/decide pass now decides it, and each node's change and
+    engine restart happen in its drained window, one batch after the other, before its release."""
+    run, log = _rollout(tmp_path, 4, {"ascend_rollout_serial": 1}, driver=[], engine=["n1", "n2"])
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert log == [
+        *("open n1", "engine n1", "restart n1", "released n1"),
+        *("open n2", "engine n2", "restart n2", "released n2"),
+    ], log
+    assert _batches(run.stdout) == 2  # converged n3, n4 never enter a batch
+
+
+def test_cann_and_the_engine_change_before_the_node_is_released(tmp_path: Path) -> None:
+    """CANN used to be installed after the driver role had uncordoned the node."""
+    run, log = _rollout(tmp_path, 1, {"ascend_rollout_serial": 1}, driver=["n1"], engine=["n1"])
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert log == ["window n1", "cann n1", "engine n1", "restart n1", "released n1"], log
+
+
+def test_nodes_yml_restarts_no_engine(tmp_path: Path) -> None:
+    """nodes.yml only checks what compute.yml's windows applied: a pending engine change fails it naming
+    compute.yml, nothing is restarted; a converged node changes nothing there."""
+    run, log = _rollout(tmp_path / "a", 2, {}, engine=["n1"], playbook="nodes.yml")
+    assert run.returncode != 0, run.stdout
+    assert "n1: Ascend Docker Runtime must be" in run.stdout and "that happens only in a drained window" in run.stdout
+    assert log == [], log
+    run, log = _rollout(tmp_path / "b", 2, {}, engine=[], playbook="nodes.yml")
+    assert run.returncode == 0 and log == [], run.stdout
+    assert "changed=0" in run.stdout and "changed=1" not in run.stdout, run.stdout
+
+
 def _tasks(node: object) -> List[Dict[str, object]]:
     """Every task dict in a task file, blocks and rescues included."""
     out: List[Dict[str, object]] = []
@@ -207,3 +318,131 @@ def test_delegated_kubectl_calls_are_throttled() -> None:
                 delegated.append((path.relative_to(ROOT), task.get("name"), task.get("throttle")))
     assert len(delegated) >= 10
     assert [d for d in delegated if not str(d[2]).startswith("{{ ") or "kubectl_throttle" not in str(d[2])] == []
+
+
+# --- the driver role's pending reboot and the NPUs being up, decided from what the node reports ---------------
+
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def _load(name: str, path: Path) -> Any:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _npu_node(
+    driver: str = "25.2.0",
+    firmware: Optional[str] = "7.7.0.1.231",
+    running: Optional[Dict[str, Optional[str]]] = None,
+    chips: int = 8,
+    health: Optional[Dict[str, str]] = None,
+    smi: bool = True,
+) -> Dict[str, Any]:
+    user = {"name": "HwHiAiUser", "uid": 1000, "gid": 1000, "home": "/home/HwHiAiUser", "shell": "/bin/bash"}
+    group = {"name": "HwHiAiUser", "gid": 1000, "members": []}
+    return {
+        "arch": "x86_64",
+        "present": True,
+        "count": 8,
+        "devices": [{"device_id": "d802", "chip": "910B3", "profile_chip": "ascend-910b"}] * 8,
+        "chips": ["910B3"],
+        "board_id": "0x33",
+        "accelerator_types": ["module-910b-8"],
+        "npu_smi_path": "/usr/local/sbin/npu-smi",
+        "npu_smi": {
+            "available": smi,
+            "rc": 0 if smi else 1,
+            "error": None if smi else "dcmi module initialize failed. ret is -8005",
+            "chips": [{"npu": str(i)} for i in range(chips)] if smi else [],
+            "health": (health or {str(i): "OK" for i in range(chips)}) if smi else {},
+        },
+        "driver": {"installed": True, "version": driver, "complete": True, "loaded": True},
+        "firmware": {"installed": firmware is not None, "version": firmware},
+        "running": running if running is not None else {"driver": driver, "firmware": firmware},
+        "install_info": {"Driver_Install_For_All": "yes", "UserName": "HwHiAiUser", "UserGroup": "HwHiAiUser"},
+        "accounts": {"users": {"HwHiAiUser": user, "1000": user}, "groups": {"HwHiAiUser": group, "1000": group}},
+        "packages": {},
+        "files": {},
+    }
+
+
+def _driver_params(firmware: str = "7.7.0.1.231") -> Dict[str, Any]:
+    return {
+        "plan_nodes": {"hdk": "25.2.0", "chip": "ascend-910b", "accelerator_type": "module-910b-8", "arch": "x86_64"},
+        "profile": "p.yaml",
+        "reboot_policy": "if_needed",
+        "versions": {"driver": "25.2.0", "firmware": firmware},
+        "packages": {"driver": {"src": "/srv/Ascend-hdk-910b-npu-driver_25.2.0_linux-x86-64.run"}, "firmware": {}},
+        "install_for_all": True,
+        "allow_downgrade": False,
+        "user": "HwHiAiUser",
+        "group": "HwHiAiUser",
+        "uid": 1000,
+        "gid": 1000,
+        "home": "/home/HwHiAiUser",
+        "shell": "/bin/bash",
+        "state_dir": "/var/lib/ascend-resumable",
+        "window_file": "/var/lib/ascend-resumable/driver-window.json",
+        "prerequisites": False,
+    }
+
+
+def test_a_pending_reboot_is_read_from_the_node_not_only_from_this_run() -> None:
+    """Item 4: the reboot came only from a handler notified in the same run. A node whose installed
+    driver/firmware does not run (a run that stopped before its reboot, a deferred reboot, a removed window
+    record) now needs a window, so a re-run drains it and release.yml reboots it."""
+    decide = _load("ascend_driver_filters_19a", ROOT / "roles/ascend_driver/filter_plugins/ascend_driver.py")
+    converged = decide.ascend_driver_decide(_npu_node(), _driver_params())
+    assert converged["problems"] == [] and not converged["needs_window"] and converged["not_running"] == []
+    firmware = decide.ascend_driver_decide(
+        _npu_node(running={"driver": "25.2.0", "firmware": "7.1.0.11.220"}), _driver_params()
+    )
+    assert firmware["plan"]["order"] == [] and firmware["window"] is None
+    assert firmware["needs_window"] and firmware["needs_change"]
+    assert firmware["not_running"] == ["firmware 7.7.0.1.231 is installed but npu-smi reports 7.1.0.11.220"]
+    driver = decide.ascend_driver_decide(
+        _npu_node(running={"driver": None, "firmware": "7.7.0.1.231"}, smi=False), _driver_params()
+    )
+    assert driver["needs_window"] and driver["not_running"] == [
+        "driver 25.2.0 is installed but npu-smi reports none running"
+    ]
+    # firmware not managed by the inventory: its flash version is not the role's business
+    unmanaged = decide.ascend_driver_decide(
+        _npu_node(running={"driver": "25.2.0", "firmware": "7.1.0.11.220"}), _driver_params(firmware="")
+    )
+    assert not unmanaged["needs_window"] and unmanaged["not_running"] == []
+
+
+def test_npus_are_up_when_the_hardware_says_so_not_when_the_count_of_before_is_back() -> None:
+    """Item 5: after a reboot npu-smi was read once. The role now polls until npus_not_up is empty: npu-smi
+    answers, lists every chip on the PCI bus, each NPU healthy; a node whose faulty NPU the change repaired is
+    up (nothing compares with the count from before the window)."""
+    npus_not_up = importlib.import_module(
+        "ansible_collections.ascend_resumable.npu.plugins.filter.npus_not_up"
+    ).npus_not_up
+    assert npus_not_up(_npu_node()) == []
+    assert npus_not_up(_npu_node(smi=False)) == [
+        "/usr/local/sbin/npu-smi info does not answer (rc 1: dcmi module initialize failed. ret is -8005)"
+    ]
+    assert npus_not_up(_npu_node(chips=6)) == ["npu-smi lists 6 of the 8 NPU chips on the PCI bus"]
+    alarm = dict({str(i): "OK" for i in range(8)}, **{"3": "Alarm"})
+    assert npus_not_up(_npu_node(health=alarm)) == ["NPU 3 health Alarm"]
+    assert npus_not_up(dict(_npu_node(smi=False), present=False)) == []
+
+
+def test_release_waits_for_the_npus_repeatedly_and_judges_them_by_the_hardware() -> None:
+    """The wait is a bounded poll (retries from ascend_driver_npu_wait_timeout), not one read, and runs after
+    the change, after a pending reboot and before release.yml judges a node read earlier."""
+    tasks = {p.name: yaml.safe_load(p.read_text()) for p in (ROOT / "roles/ascend_driver/tasks").glob("*.yml")}
+    (wait,) = [t for t in _tasks(tasks["wait_npus.yml"]) if "ascend_resumable.npu.ascend_npu_facts" in t]
+    assert "npus_not_up" in str(wait["until"]) and "npu_wait_retries" in str(wait["retries"])
+    for name in ("window.yml", "reboot_pending.yml", "release.yml"):
+        assert [t for t in _tasks(tasks[name]) if t.get("ansible.builtin.include_tasks") == "wait_npus.yml"], name
+    defaults = yaml.safe_load((ROOT / "roles/ascend_driver/defaults/main.yml").read_text())
+    assert defaults["ascend_driver_npu_wait_timeout"] == 600
+    release = str(tasks["release.yml"])
+    assert "npus_not_up" in release and "all_healthy" not in release

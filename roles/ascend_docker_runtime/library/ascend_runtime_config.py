@@ -81,6 +81,12 @@ previous_default:
   description: Default runtime before the change (null when none was set).
   returned: always
   type: str
+config_changes:
+  description:
+    - Whether the engine configuration differs from what the role wants (the same as C(changed), also when a
+      caller overrides C(changed) of a dry run in check mode, as the role's decide step does).
+  returned: always
+  type: bool
 backup_file:
   description: Copy of the file before it was changed.
   returned: when a file was changed and backup is true
@@ -189,6 +195,7 @@ def containerd(module, p):
     changed = plan["current"] != plan["desired"] or (plan["mode"] == "in-place" and created)
     result = {
         "changed": changed,
+        "config_changes": changed,
         "engine": "containerd",
         "containerd_major": major,
         "config_version": plan["version"],
@@ -224,6 +231,7 @@ def docker(module, p):
     changed = desired != daemon or text is None
     result = {
         "changed": changed,
+        "config_changes": changed,
         "engine": "docker",
         "mode": "daemon.json",
         "target": path,

@@ -213,6 +213,32 @@ def _known(facts, kind, name):
     return ((facts.get("accounts") or {}).get(kind) or {}).get(name) is not None
 
 
+def _not_running(facts, versions):
+    """Managed components installed but not running (npu-smi reports another version, or none).
+
+    The pending reboot read from the node itself: it survives a run that stopped before its reboot
+    handler, a window record removed by hand and a reboot deferred by policy, so a re-run takes the
+    node into a window and reboots it (policy permitting).
+    """
+    if not facts.get("present") or "running" not in facts:  # no NPUs, or npu-smi was not read
+        return []
+    out = []
+    running = facts.get("running") or {}
+    for name, installed in (("driver", facts["driver"]), ("firmware", facts["firmware"])):
+        if not versions.get(name) or not installed.get("installed") or not installed.get("version"):
+            continue
+        now = running.get(name)
+        try:
+            same = bool(now) and compare(now, installed["version"]) == 0
+        except VersionError:
+            same = False
+        if not same:
+            out.append(
+                "%s %s is installed but npu-smi reports %s" % (name, installed["version"], now or "none running")
+            )
+    return out
+
+
 def ascend_driver_decide(facts, p):
     """Everything ascend_driver decides before a maintenance window, from one read of the node.
 
@@ -285,13 +311,15 @@ def ascend_driver_decide(facts, p):
     window_text = files.get(p["window_file"])
     window = json.loads(window_text) if window_text else None
     missing = [n for n, v in sorted((facts.get("packages") or {}).items()) if v is None] if p["prerequisites"] else []
-    needs_window = bool(plan["changes"] or window)
+    not_running = _not_running(facts, p["versions"])
+    needs_window = bool(plan["changes"] or window or not_running)
     return {
         "plan": plan,
         "window": window,
         "problems": problems,
         "account": account,
         "missing_prerequisites": missing,
+        "not_running": not_running,
         "needs_window": needs_window,
         "needs_change": needs_window or account["create_group"] or account["create_user"] or bool(missing),
     }
