@@ -438,7 +438,10 @@ def test_release_waits_for_the_npus_repeatedly_and_judges_them_by_the_hardware()
     """The wait is a bounded poll (retries from ascend_driver_npu_wait_timeout), not one read, and runs after
     the change, after a pending reboot and before release.yml judges a node read earlier."""
     tasks = {p.name: yaml.safe_load(p.read_text()) for p in (ROOT / "roles/ascend_driver/tasks").glob("*.yml")}
-    (wait,) = [t for t in _tasks(tasks["wait_npus.yml"]) if "ascend_resumable.npu.ascend_npu_facts" in t]
+    # the poll, and one plain read in its rescue (a failed read sets no facts)
+    (wait,) = [
+        t for t in _tasks(tasks["wait_npus.yml"]) if "ascend_resumable.npu.ascend_npu_facts" in t and "until" in t
+    ]
     assert "npus_not_up" in str(wait["until"]) and "npu_wait_retries" in str(wait["retries"])
     for name in ("window.yml", "reboot_pending.yml", "release.yml"):
         assert [t for t in _tasks(tasks[name]) if t.get("ansible.builtin.include_tasks") == "wait_npus.yml"], name
