@@ -1,6 +1,7 @@
-"""playbooks/compute.yml's rollout around the per-node window, run for real by ansible-playbook on
-local hosts with the driver and CANN roles replaced by stubs (tests/ stubs below): only the play
-structure of compute.yml is under test here, the roles have their molecule scenarios.
+"""The collection's playbooks/compute.yml (ascend_resumable.npu.compute): its rollout around the
+per-node window, run for real by ansible-playbook on local hosts, from a copy of the collection whose
+driver and CANN roles are replaced by stubs (tests/ stubs below): only the play structure of
+compute.yml is under test here, the roles have their molecule scenarios.
 
 - The rollout knobs are play keywords, which Ansible templates without a host: a value in the
   inventory's group_vars used to be ignored (ascend_rollout_serial: 2 still ran 20% batches).
@@ -24,6 +25,7 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+COLLECTION = ROOT / "ansible_collections" / "ascend_resumable" / "npu"
 BIN = Path(sys.executable).parent
 PLAYBOOK = shutil.which("ansible-playbook", path=str(BIN)) or shutil.which("ansible-playbook")
 
@@ -80,6 +82,10 @@ def _rollout(
     extra: Optional[List[str]] = None,
 ) -> tuple[subprocess.CompletedProcess[str], List[str]]:
     log = tmp_path / "rollout.log"
+    # the collection with its plugins and playbooks, and stub roles in place of its own
+    stub = tmp_path / "ansible_collections" / "ascend_resumable" / "npu"
+    for part in ("plugins", "playbooks"):
+        shutil.copytree(COLLECTION / part, stub / part, ignore=shutil.ignore_patterns("__pycache__"))
     files = {
         "roles/ascend_driver/tasks/assess.yml": STUB_DRIVER_ASSESS,
         "roles/ascend_driver/tasks/main.yml": STUB_DRIVER_MAIN.replace("{log}", str(log)),
@@ -87,8 +93,8 @@ def _rollout(
         "roles/ascend_cann/tasks/main.yml": STUB_CANN_MAIN.replace("{log}", str(log)),
     }
     for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text("---" + text)
+        (stub / name).parent.mkdir(parents=True, exist_ok=True)
+        (stub / name).write_text("---" + text)
     names = ["n%d" % i for i in range(1, hosts + 1)]
     inventory = tmp_path / "inventory"
     (inventory / "group_vars").mkdir(parents=True)
@@ -116,13 +122,13 @@ def _rollout(
     env = dict(
         os.environ,
         ANSIBLE_CONFIG=str(tmp_path / "none.cfg"),
-        ANSIBLE_ROLES_PATH=str(tmp_path / "roles"),
+        ANSIBLE_COLLECTIONS_PATH=str(tmp_path),
         ANSIBLE_NOCOLOR="1",
         ANSIBLE_FORKS="10",
         ANSIBLE_RETRY_FILES_ENABLED="0",
     )
     run = subprocess.run(
-        [str(PLAYBOOK), "-i", str(inventory / "hosts.yml"), str(ROOT / "playbooks" / "compute.yml"), *(extra or [])],
+        [str(PLAYBOOK), "-i", str(inventory / "hosts.yml"), str(stub / "playbooks" / "compute.yml"), *(extra or [])],
         cwd=str(tmp_path),
         env=env,
         capture_output=True,
@@ -201,7 +207,7 @@ def test_delegated_kubectl_calls_are_throttled() -> None:
     connection; sshd refuses sessions beyond MaxSessions (OpenSSH sshd_config(5), default 10) and Ansible
     reports those tasks UNREACHABLE. Every task delegated to a kubectl host is throttled."""
     delegated = []
-    for path in sorted(ROOT.glob("roles/*/tasks/*.yml")) + sorted(ROOT.glob("roles/*/handlers/*.yml")):
+    for path in sorted(COLLECTION.glob("roles/*/tasks/*.yml")) + sorted(COLLECTION.glob("roles/*/handlers/*.yml")):
         for task in _tasks(yaml.safe_load(path.read_text())):
             if "kubectl_host" in str(task.get("delegate_to", "")):
                 delegated.append((path.relative_to(ROOT), task.get("name"), task.get("throttle")))

@@ -37,7 +37,7 @@ author: ascend-resumable
 
 EXAMPLES = r"""
 - name: Label a compute node
-  ascend_node_labels:
+  ascend_resumable.npu.ascend_node_labels:
     node: npu-01
     labels: {workerselector: dls-worker-node, nodeDEnable: "on"}
   delegate_to: mgmt-01

@@ -31,7 +31,7 @@ author: ascend-resumable
 
 EXAMPLES = r"""
 - name: Log directories and /etc/vnpu.cfg
-  ascend_node_paths:
+  ascend_resumable.npu.ascend_node_paths:
     directories: [{path: /var/log/mindx-dl, owner: root, group: root, mode: "0755"}]
     files: [{path: /etc/vnpu.cfg, owner: root, group: root, mode: "0600"}]
 """

@@ -45,7 +45,7 @@ author: ascend-resumable
 
 EXAMPLES = r"""
 - name: Reserve the TaskD ports
-  ascend_reserved_ports:
+  ascend_resumable.npu.ascend_reserved_ports:
     ports: [9601, 9602]
 """
 

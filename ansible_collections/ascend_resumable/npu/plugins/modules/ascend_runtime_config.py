@@ -59,7 +59,7 @@ author: ascend-resumable
 
 EXAMPLES = r"""
 - name: Ascend runtime as containerd's default runtime
-  ascend_runtime_config:
+  ascend_resumable.npu.ascend_runtime_config:
     engine: containerd
     runtime_path: /usr/local/Ascend/Ascend-Docker-Runtime/ascend-docker-runtime
 """
@@ -90,13 +90,13 @@ backup_file:
 import json
 import os
 
-from ansible.module_utils.ascend_runtime import (
+from ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_runtime import (
     RuntimeConfigError,
     containerd_major,
     merge_docker,
     plan_containerd,
 )
-from ansible.module_utils.ascend_toml import TomlError, dumps, loads
+from ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_toml import TomlError, dumps, loads
 from ansible.module_utils.basic import AnsibleModule
 
 MAX_SIZE = 10 * 1024 * 1024  # the vendor helper refuses config files above 10 MiB too
