@@ -74,7 +74,13 @@ def test_the_installed_playbooks_run_by_their_collection_names(installed: Path, 
     collections = installed.parents[2]
     for playbook in ("site", "preflight", "facts", "compute", "nodes"):
         _run(
-            [str(PLAYBOOK), "--syntax-check", "-i", str(REPO / "inventory/example/hosts.yml"), "ascend_resumable.npu." + playbook],
+            [
+                str(PLAYBOOK),
+                "--syntax-check",
+                "-i",
+                str(REPO / "inventory/example/hosts.yml"),
+                "ascend_resumable.npu." + playbook,
+            ],
             tmp_path,
             ANSIBLE_COLLECTIONS_PATH=str(collections),
         )

@@ -44,7 +44,7 @@ def test_site_runs_every_stage_in_order() -> None:
     assert stages == ["ascend_resumable.npu." + s for s in ("preflight", "facts", "compute", "nodes")]
     roles = _roles_of(REPO / "site.yml")
     order = ["npu_facts", "ascend_driver", "ascend_cann", "ascend_docker_runtime", "mindcluster_node"]
-    order = ["ascend_resumable.npu." + r for r in order + ["shared_storage", "resumable_install"]]
+    order = ["ascend_resumable.npu." + r for r in [*order, "shared_storage", "resumable_install"]]
     assert [r for r in order if r in roles] == order
     assert [roles.index(r) for r in order] == sorted(roles.index(r) for r in order)
     # every role with tasks of its own is reached (ascend_package is included by the driver/CANN roles)

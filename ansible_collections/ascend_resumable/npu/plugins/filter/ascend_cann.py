@@ -1,13 +1,8 @@
-"""Filter of the ascend_cann role: decide toolkit and kernels/ops actions."""
+"""Filters of the ascend_cann role: decide toolkit and kernels/ops actions (ascend_cann_plan,
+ascend_cann_decide; documented in ascend_cann_plan.yml, ascend_cann_decide.yml beside this file).
+Versions are ordered by the collection's module_utils ascend_version."""
 
 from __future__ import annotations
-
-DOCUMENTATION = r"""
-name: ascend_cann_plan
-short_description: decide CANN toolkit and kernels/ops actions from the installed CANN and the wanted version
-description:
-  - Versions are ordered by the collection's module_utils (ascend_resumable.npu ascend_version).
-"""
 
 from ansible.errors import AnsibleFilterError
 

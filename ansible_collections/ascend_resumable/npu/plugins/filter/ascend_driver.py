@@ -1,16 +1,10 @@
 """Filters of the ascend_driver role: decide driver/firmware actions, their order, and everything
-the role must know before a maintenance window, from one read of the node."""
+the role must know before a maintenance window, from one read of the node (ascend_driver_plan,
+ascend_driver_decide; documented in ascend_driver_plan.yml, ascend_driver_decide.yml beside this
+file). Versions are ordered by the collection's module_utils ascend_version, the one Ascend version
+implementation of the Ansible side."""
 
 from __future__ import annotations
-
-DOCUMENTATION = r"""
-name: ascend_driver_plan
-short_description: decide driver/firmware actions from installed facts and wanted versions
-description:
-  - Also provides C(ascend_driver_decide) (plan, window, problems, run user, prerequisites).
-  - Versions are ordered by the collection's module_utils (ascend_resumable.npu ascend_version),
-    the one Ascend version implementation of the Ansible side.
-"""
 
 import json
 

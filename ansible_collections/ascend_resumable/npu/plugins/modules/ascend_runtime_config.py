@@ -90,6 +90,8 @@ backup_file:
 import json
 import os
 
+from ansible.module_utils.basic import AnsibleModule
+
 from ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_runtime import (
     RuntimeConfigError,
     containerd_major,
@@ -97,7 +99,6 @@ from ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_runtim
     plan_containerd,
 )
 from ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_toml import TomlError, dumps, loads
-from ansible.module_utils.basic import AnsibleModule
 
 MAX_SIZE = 10 * 1024 * 1024  # the vendor helper refuses config files above 10 MiB too
 
