@@ -57,7 +57,7 @@ demo: $(DEMO_VENV)/.demo-deps
 	$(DEMO_BIN)/python tests/manifests/check_rendered.py $(DEMO_OUT)
 	@echo "rendered deployment: $(DEMO_OUT)/"
 
-PY_SOURCES := $(wildcard resumable resumable_pulumi tests benchmarks scripts __main__.py ansible_collections roles molecule)
+PY_SOURCES := $(wildcard resumable resumable_pulumi tests benchmarks scripts __main__.py ansible_collections molecule)
 
 lint: test-venv
 	$(BIN)/ruff check $(PY_SOURCES)

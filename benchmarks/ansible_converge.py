@@ -100,7 +100,10 @@ ascend_cann_ops_package:
 
 # the node services site.yml's later stages need (the same fixture set-up as molecule/site)
 NODE_FIXTURE_PREPARE = REPO / "tests" / "fixtures" / "node" / "molecule-prepare.yml"
-CONTAINERD_CONFIG = REPO / "roles" / "ascend_docker_runtime" / "molecule" / "default" / "files" / "containerd-1.7.toml"
+CONTAINERD_CONFIG = (
+    REPO
+    / "ansible_collections/ascend_resumable/npu/roles/ascend_docker_runtime/molecule/default/files/containerd-1.7.toml"
+)
 NODE_VARS = """\
 ascend_docker_runtime_package:
   src: {pkgs}/Ascend-docker-runtime_7.3.0_linux-x86_64.run

@@ -1,22 +1,26 @@
-"""Load the Python of an Ansible role (module, module_utils, filter plugin) as a plain module, the
-way the node roles' unit tests need it."""
+"""The one loader of the Ansible side's Python for the tests: the collection ascend_resumable.npu
+(roles, playbooks, plugins: modules, module_utils, filters, tests) imported as the package
+``ansible_collections.ascend_resumable.npu`` from the repository root, the import path ansible-core
+itself gives the plugins (so a module importing its module_utils by that name gets the same module
+object the test holds)."""
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import sys
 from pathlib import Path
 from types import ModuleType
 
 REPO = Path(__file__).resolve().parent.parent
+PACKAGE = "ansible_collections.ascend_resumable.npu"
+COLLECTION = REPO / "ansible_collections" / "ascend_resumable" / "npu"
+ROLES = COLLECTION / "roles"
+PLAYBOOKS = COLLECTION / "playbooks"
+PLUGINS = COLLECTION / "plugins"
 
 
-def load(name: str, relpath: str) -> ModuleType:
-    """Import REPO/relpath as module ``name`` (registered, so that modules importing
-    ``ansible.module_utils.<x>`` find a module_utils file loaded under that name first)."""
-    spec = importlib.util.spec_from_file_location(name, REPO / relpath)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+def plugin(kind: str, name: str) -> ModuleType:
+    """Import the collection's plugins/<kind>/<name>.py (kind: modules, module_utils, filter, test)."""
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    return importlib.import_module(f"{PACKAGE}.plugins.{kind}.{name}")

@@ -51,7 +51,10 @@ def _play(tmp_path: Path, tasks_from: str, extra: Optional[Dict[str, Any]] = Non
                     "block": [
                         {
                             "name": "The role's tasks",
-                            "ansible.builtin.include_role": {"name": "ascend_driver", "tasks_from": tasks_from},
+                            "ansible.builtin.include_role": {
+                                "name": "ascend_resumable.npu.ascend_driver",
+                                "tasks_from": tasks_from,
+                            },
                         },
                         {
                             "name": "Record success",
@@ -87,7 +90,6 @@ def _play(tmp_path: Path, tasks_from: str, extra: Optional[Dict[str, Any]] = Non
     )
     env = dict(
         os.environ,
-        ANSIBLE_ROLES_PATH=str(ROOT / "roles"),
         ANSIBLE_COLLECTIONS_PATH="%s:%s" % (ROOT / "collections", ROOT),
         ANSIBLE_CONFIG=str(tmp_path / "none.cfg"),
         ANSIBLE_NOCOLOR="1",

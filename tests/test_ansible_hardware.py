@@ -9,33 +9,17 @@ ids follow ADEPLOY module_utils/common_info.py.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from typing import Any, Dict, Optional
 
 import pytest
-from conftest import ROOT as REPO
+from role_code import plugin
 
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-hw = importlib.import_module("ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_hardware")
-facts = importlib.import_module("ansible_collections.ascend_resumable.npu.plugins.modules.ascend_npu_facts")
-
-
-def _load(name: str, path: Path) -> Any:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-driver_filters = _load("ascend_driver_filters", REPO / "roles/ascend_driver/filter_plugins/ascend_driver.py")
-cann_filters = _load("ascend_cann_filters", REPO / "roles/ascend_cann/filter_plugins/ascend_cann.py")
+hw = plugin("module_utils", "ascend_hardware")
+facts = plugin("modules", "ascend_npu_facts")
+driver_filters = plugin("filter", "ascend_driver")
+cann_filters = plugin("filter", "ascend_cann")
 
 A2_TABLE = """\
 +------------------------------------------------------------------------------------------------+
@@ -482,7 +466,7 @@ def test_package_problems_before_the_node_is_touched() -> None:
 
 
 def test_checksum_problems_name_the_package_and_both_sums() -> None:
-    filters = _load("ascend_filters", REPO / "ansible_collections/ascend_resumable/npu/plugins/filter/ascend.py")
+    filters = plugin("filter", "ascend")
     item = {"key": "ops", "value": {"path": "/p/ops.run", "checksum": "sha256:" + "f" * 64}}
     results = [
         {"ascend_package_item": item, "stat": {"exists": True, "checksum": "a" * 64}},
@@ -603,7 +587,7 @@ def test_cann_decide() -> None:
 
 
 def test_inventory_problems_per_host() -> None:
-    filters = _load("ascend_filters", REPO / "ansible_collections/ascend_resumable/npu/plugins/filter/ascend.py")
+    filters = plugin("filter", "ascend")
     hostvars = {
         "good": {"ascend_driver_firmware_version": "7.7.0.1.231", "ascend_driver_kubectl_host": "mgmt"},
         "bad": {
@@ -625,7 +609,7 @@ def test_inventory_problems_per_host() -> None:
 
 def test_release_accepts_more_npus_than_before_the_window() -> None:
     """A node whose faulty NPU the upgrade fixed reports 8 where it had 7: released, not held."""
-    filters = _load("ascend_filters", REPO / "ansible_collections/ascend_resumable/npu/plugins/filter/ascend.py")
+    filters = plugin("filter", "ascend")
     before = {"huawei.com/Ascend910": "7"}
     assert filters.allocatable_short({"huawei.com/Ascend910": "8", "cpu": "190"}, before) == []
     assert filters.allocatable_short({"huawei.com/Ascend910": "7"}, before) == []

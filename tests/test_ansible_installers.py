@@ -27,28 +27,20 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional
 
 import pytest
+import test_ansible_hardware as hardware_tests
 import yaml
+from conftest import ROOT as REPO
+from role_code import ROLES, plugin
 
-REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures" / "ascend"
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from tests import test_ansible_hardware as hardware_tests  # noqa: E402
-from tests.role_code import load  # noqa: E402
 
 
 def _role_dir(role: str) -> Path:
-    """The role's directory, before or after the roles moved into the collection."""
-    for base in (REPO / "roles", REPO / "ansible_collections" / "ascend_resumable" / "npu" / "roles"):
-        if (base / role).is_dir():
-            return base / role
-    raise AssertionError("role %s not found" % role)
+    return ROLES / role
 
 
 def _filters(role: str) -> Any:
-    path = _role_dir(role) / "filter_plugins" / ("%s.py" % role)
-    return load("test_installers_" + role, str(path.relative_to(REPO)))
+    return plugin("filter", role)
 
 
 BIN = Path(sys.executable).parent
@@ -298,7 +290,6 @@ def _play(
     env = dict(
         os.environ,
         ANSIBLE_CONFIG=str(tmp_path / "none.cfg"),
-        ANSIBLE_ROLES_PATH=str(_role_dir("npu_facts").parent),
         ANSIBLE_COLLECTIONS_PATH=str(REPO),
         ANSIBLE_NOCOLOR="1",
         ANSIBLE_FORCE_COLOR="0",
@@ -321,7 +312,7 @@ def _facts_tasks(tmp_path: Path) -> List[Dict[str, Any]]:
     return [
         {
             "name": "Read the facts with the profile check",
-            "ansible.builtin.include_role": {"name": "npu_facts"},
+            "ansible.builtin.include_role": {"name": "ascend_resumable.npu.npu_facts"},
             "vars": {
                 "npu_facts_sysfs_root": str(tmp_path / "sys"),
                 "npu_facts_npu_smi": str(tmp_path / "no-npu-smi"),
@@ -460,7 +451,7 @@ def test_url_credentials_never_reach_the_output_of_a_failed_download(
         return [
             {
                 "name": "Fetch",
-                "ansible.builtin.include_role": {"name": "ascend_package"},
+                "ansible.builtin.include_role": {"name": "ascend_resumable.npu.ascend_package"},
                 "vars": {"ascend_package_items": {"toolkit": item}, "ascend_package_dir": str(tmp_path / "cache")},
             }
         ]

@@ -3,7 +3,6 @@ node labels and accounts (mindcluster_node), and the plan part they read."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import subprocess
 import sys
@@ -12,7 +11,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 import tomllib
-from role_code import REPO, load
+from role_code import REPO, ROLES, plugin
 
 from resumable import constants as C
 from resumable.api import load_plan_text
@@ -20,16 +19,13 @@ from resumable.api import load_plan_text
 FIXTURES = REPO / "tests" / "fixtures"
 
 
-UTILS = "roles/ascend_docker_runtime/module_utils/"
-toml = load("ansible.module_utils.ascend_toml", UTILS + "ascend_toml.py")
-runtime = load("ansible.module_utils.ascend_runtime", UTILS + "ascend_runtime.py")
-ports = load("ascend_reserved_ports", "roles/mindcluster_node/library/ascend_reserved_ports.py")
-labels_module = load("ascend_node_labels", "roles/mindcluster_node/library/ascend_node_labels.py")
-node_filters = load("mindcluster_node_filters", "roles/mindcluster_node/filter_plugins/mindcluster_node.py")
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-hw = importlib.import_module("ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_hardware")
-facts = importlib.import_module("ansible_collections.ascend_resumable.npu.plugins.modules.ascend_npu_facts")
+toml = plugin("module_utils", "ascend_toml")
+runtime = plugin("module_utils", "ascend_runtime")
+ports = plugin("modules", "ascend_reserved_ports")
+labels_module = plugin("modules", "ascend_node_labels")
+node_filters = plugin("filter", "mindcluster_node")
+hw = plugin("module_utils", "ascend_hardware")
+facts = plugin("modules", "ascend_npu_facts")
 
 BIN = "/usr/local/Ascend/Ascend-Docker-Runtime/ascend-docker-runtime"
 CONFIG = "/etc/containerd/config.toml"
@@ -80,7 +76,7 @@ def test_containerd_major_refuses_garbage() -> None:
 
 def _plan17() -> Dict[str, Any]:
     cfg: Dict[str, Any] = toml.loads(
-        (REPO / "roles/ascend_docker_runtime/molecule/default/files/containerd-1.7.toml").read_text()
+        (ROLES / "ascend_docker_runtime/molecule/default/files/containerd-1.7.toml").read_text()
     )
     return cfg
 
@@ -330,7 +326,7 @@ def test_every_product_a_scenario_emulates_has_its_labels_checked() -> None:
 
     known = {quad for _, quad, _, _ in PRODUCTS}
     seen = set()
-    for path in list(REPO.glob("roles/*/molecule/*/molecule.yml")) + list(REPO.glob("molecule/*/molecule.yml")):
+    for path in list(ROLES.glob("*/molecule/*/molecule.yml")) + list(REPO.glob("molecule/*/molecule.yml")):
         inventory = yaml.safe_load(path.read_text())["provisioner"].get("inventory", {})
         for host in (inventory.get("host_vars") or {}).values():
             npu = host.get("fixture_npu")

@@ -1,6 +1,7 @@
-"""playbooks/preflight.yml takes the profile from the inventory group_vars, the way users set it
-(play vars used to override it, so a profile in group_vars was "not set, skipped"), validates it
-with the real `resumable plan` and hands its nodes part to the roles."""
+"""The preflight playbook (ascend_resumable.npu.preflight) takes the profile from the inventory
+group_vars, the way users set it (play vars used to override it, so a profile in group_vars was "not
+set, skipped"), or from --extra-vars, validates it with the real `resumable plan` (an invalid profile
+stops the play with the rule) and hands its nodes part to the roles."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import List, Optional
 
 import pytest
 import yaml
@@ -21,7 +23,7 @@ CHECKSUM = "sha256:" + "ab" * 32
 pytestmark = pytest.mark.skipif(PLAYBOOK is None, reason="ansible-playbook is not installed (make test-venv)")
 
 
-def _preflight(inventory: Path) -> subprocess.CompletedProcess:  # type: ignore[type-arg]
+def _preflight(inventory: Path, extra: Optional[List[str]] = None) -> subprocess.CompletedProcess:  # type: ignore[type-arg]
     env = dict(
         os.environ,
         ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
@@ -30,7 +32,8 @@ def _preflight(inventory: Path) -> subprocess.CompletedProcess:  # type: ignore[
         PATH="%s:%s" % (BIN, os.environ.get("PATH", "")),
     )
     return subprocess.run(
-        [str(PLAYBOOK), "-i", str(inventory), str(ROOT / "playbooks" / "preflight.yml")],
+        # the collection's playbook by name, as users run it (ansible.cfg: the repository on collections_path)
+        [str(PLAYBOOK), "-i", str(inventory), "ascend_resumable.npu.preflight", *(extra or [])],
         cwd=str(ROOT),
         env=env,
         capture_output=True,
@@ -68,17 +71,21 @@ def test_example_inventory_with_checksums_passes(tmp_path: Path) -> None:
     assert "driver run user HwHiAiUser 1000:1000" in " ".join(result.stdout.split())
 
 
-def test_invalid_profile_in_group_vars_stops_the_play(tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", ["group_vars", "extra_vars"])
+def test_invalid_profile_stops_the_play_with_the_rule(tmp_path: Path, where: str) -> None:
     hosts = _copy_example(tmp_path)
     doc = yaml.safe_load((ROOT / "examples" / "pytorch-process-recovery.yaml").read_text())
     doc["jobs"][0]["recovery"]["watchdog"] = "on"
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(doc))
-    all_vars = hosts.parent / "group_vars" / "all.yml"
-    data = yaml.safe_load(all_vars.read_text())
-    data["ascend_preflight_profile"] = str(bad)
-    all_vars.write_text(yaml.safe_dump(data))
-    result = _preflight(hosts)
+    extra = ["-e", "ascend_preflight_profile=%s" % bad]
+    if where == "group_vars":
+        all_vars = hosts.parent / "group_vars" / "all.yml"
+        data = yaml.safe_load(all_vars.read_text())
+        data["ascend_preflight_profile"] = str(bad)
+        all_vars.write_text(yaml.safe_dump(data))
+        extra = []
+    result = _preflight(hosts, extra)
     assert result.returncode != 0
     assert "exited 2 (profile invalid)" in result.stdout
     assert "[watchdog-process-level]" in result.stdout

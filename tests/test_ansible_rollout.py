@@ -1,6 +1,7 @@
-"""playbooks/compute.yml's rollout around the per-node window, run for real by ansible-playbook on
-local hosts with the driver and CANN roles replaced by stubs (tests/ stubs below): only the play
-structure of compute.yml is under test here, the roles have their molecule scenarios.
+"""The collection's playbooks/compute.yml (ascend_resumable.npu.compute): its rollout around the
+per-node window, run for real by ansible-playbook on local hosts, from a copy of the collection whose
+driver and CANN roles are replaced by stubs (tests/ stubs below): only the play structure of
+compute.yml is under test here, the roles have their molecule scenarios.
 
 - Engine changes (Ascend Docker Runtime, the containerd/docker configuration and its restart) and CANN
   happen inside each node's drained window, before its release; playbooks/nodes.yml restarts nothing.
@@ -15,8 +16,6 @@ structure of compute.yml is under test here, the roles have their molecule scena
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -27,7 +26,9 @@ from typing import Any, Dict, List, Optional
 import pytest
 import yaml
 from conftest import ROOT
+from role_code import plugin
 
+COLLECTION = ROOT / "ansible_collections" / "ascend_resumable" / "npu"
 BIN = Path(sys.executable).parent
 PLAYBOOK = shutil.which("ansible-playbook", path=str(BIN)) or shutil.which("ansible-playbook")
 
@@ -147,6 +148,10 @@ def _rollout(
     playbook: str = "compute.yml",
 ) -> tuple[subprocess.CompletedProcess[str], List[str]]:
     log = tmp_path / "rollout.log"
+    # the collection with its plugins and playbooks, and stub roles in place of its own
+    stub = tmp_path / "ansible_collections" / "ascend_resumable" / "npu"
+    for part in ("plugins", "playbooks"):
+        shutil.copytree(COLLECTION / part, stub / part, ignore=shutil.ignore_patterns("__pycache__"))
     stubs = {
         "ascend_driver/tasks/assess.yml": STUB_DRIVER_ASSESS,
         "ascend_driver/tasks/main.yml": STUB_DRIVER_MAIN,
@@ -163,8 +168,8 @@ def _rollout(
     }
     files = {"roles/" + name: text.replace("{log}", str(log)) for name, text in stubs.items()}
     for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text("---" + text)
+        (stub / name).parent.mkdir(parents=True, exist_ok=True)
+        (stub / name).write_text("---" + text)
     names = ["n%d" % i for i in range(1, hosts + 1)]
     driver = names if driver is None else driver
     inventory = tmp_path / "inventory"
@@ -195,13 +200,13 @@ def _rollout(
     env = dict(
         os.environ,
         ANSIBLE_CONFIG=str(tmp_path / "none.cfg"),
-        ANSIBLE_ROLES_PATH=str(tmp_path / "roles"),
+        ANSIBLE_COLLECTIONS_PATH=str(tmp_path),
         ANSIBLE_NOCOLOR="1",
         ANSIBLE_FORKS="10",
         ANSIBLE_RETRY_FILES_ENABLED="0",
     )
     run = subprocess.run(
-        [str(PLAYBOOK), "-i", str(inventory / "hosts.yml"), str(ROOT / "playbooks" / playbook), *(extra or [])],
+        [str(PLAYBOOK), "-i", str(inventory / "hosts.yml"), str(stub / "playbooks" / playbook), *(extra or [])],
         cwd=str(tmp_path),
         env=env,
         capture_output=True,
@@ -312,7 +317,7 @@ def test_delegated_kubectl_calls_are_throttled() -> None:
     connection; sshd refuses sessions beyond MaxSessions (OpenSSH sshd_config(5), default 10) and Ansible
     reports those tasks UNREACHABLE. Every task delegated to a kubectl host is throttled."""
     delegated = []
-    for path in sorted(ROOT.glob("roles/*/tasks/*.yml")) + sorted(ROOT.glob("roles/*/handlers/*.yml")):
+    for path in sorted(COLLECTION.glob("roles/*/tasks/*.yml")) + sorted(COLLECTION.glob("roles/*/handlers/*.yml")):
         for task in _tasks(yaml.safe_load(path.read_text())):
             if "kubectl_host" in str(task.get("delegate_to", "")):
                 delegated.append((path.relative_to(ROOT), task.get("name"), task.get("throttle")))
@@ -321,17 +326,6 @@ def test_delegated_kubectl_calls_are_throttled() -> None:
 
 
 # --- the driver role's pending reboot and the NPUs being up, decided from what the node reports ---------------
-
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-
-def _load(name: str, path: Path) -> Any:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _npu_node(
@@ -395,7 +389,7 @@ def test_a_pending_reboot_is_read_from_the_node_not_only_from_this_run() -> None
     """Item 4: the reboot came only from a handler notified in the same run. A node whose installed
     driver/firmware does not run (a run that stopped before its reboot, a deferred reboot, a removed window
     record) now needs a window, so a re-run drains it and release.yml reboots it."""
-    decide = _load("ascend_driver_filters_19a", ROOT / "roles/ascend_driver/filter_plugins/ascend_driver.py")
+    decide = plugin("filter", "ascend_driver")
     converged = decide.ascend_driver_decide(_npu_node(), _driver_params())
     assert converged["problems"] == [] and not converged["needs_window"] and converged["not_running"] == []
     firmware = decide.ascend_driver_decide(
@@ -421,9 +415,7 @@ def test_npus_are_up_when_the_hardware_says_so_not_when_the_count_of_before_is_b
     """Item 5: after a reboot npu-smi was read once. The role now polls until npus_not_up is empty: npu-smi
     answers, lists every chip on the PCI bus, each NPU healthy; a node whose faulty NPU the change repaired is
     up (nothing compares with the count from before the window)."""
-    npus_not_up = importlib.import_module(
-        "ansible_collections.ascend_resumable.npu.plugins.filter.npus_not_up"
-    ).npus_not_up
+    npus_not_up = plugin("filter", "npus_not_up").npus_not_up
     assert npus_not_up(_npu_node()) == []
     assert npus_not_up(_npu_node(smi=False)) == [
         "/usr/local/sbin/npu-smi info does not answer (rc 1: dcmi module initialize failed. ret is -8005)"
@@ -437,7 +429,7 @@ def test_npus_are_up_when_the_hardware_says_so_not_when_the_count_of_before_is_b
 def test_release_waits_for_the_npus_repeatedly_and_judges_them_by_the_hardware() -> None:
     """The wait is a bounded poll (retries from ascend_driver_npu_wait_timeout), not one read, and runs after
     the change, after a pending reboot and before release.yml judges a node read earlier."""
-    tasks = {p.name: yaml.safe_load(p.read_text()) for p in (ROOT / "roles/ascend_driver/tasks").glob("*.yml")}
+    tasks = {p.name: yaml.safe_load(p.read_text()) for p in (COLLECTION / "roles/ascend_driver/tasks").glob("*.yml")}
     # the poll, and one plain read in its rescue (a failed read sets no facts)
     (wait,) = [
         t for t in _tasks(tasks["wait_npus.yml"]) if "ascend_resumable.npu.ascend_npu_facts" in t and "until" in t
@@ -445,7 +437,7 @@ def test_release_waits_for_the_npus_repeatedly_and_judges_them_by_the_hardware()
     assert "npus_not_up" in str(wait["until"]) and "npu_wait_retries" in str(wait["retries"])
     for name in ("window.yml", "reboot_pending.yml", "release.yml"):
         assert [t for t in _tasks(tasks[name]) if t.get("ansible.builtin.include_tasks") == "wait_npus.yml"], name
-    defaults = yaml.safe_load((ROOT / "roles/ascend_driver/defaults/main.yml").read_text())
+    defaults = yaml.safe_load((COLLECTION / "roles/ascend_driver/defaults/main.yml").read_text())
     assert defaults["ascend_driver_npu_wait_timeout"] == 600
     release = str(tasks["release.yml"])
     assert "npus_not_up" in release and "all_healthy" not in release

@@ -9,17 +9,26 @@ from typing import Any, List
 import yaml
 from conftest import ROOT as REPO
 
+COLLECTION = REPO / "ansible_collections" / "ascend_resumable" / "npu"
+
 
 def _load(path: Path) -> Any:
     return yaml.safe_load(path.read_text())
 
 
+def _playbook(name: str) -> Path:
+    """The file of an imported playbook: ascend_resumable.npu.<name> is the collection's playbooks/<name>.yml."""
+    assert name.startswith("ascend_resumable.npu."), name
+    return COLLECTION / "playbooks" / (name.split(".")[-1] + ".yml")
+
+
 def _roles_of(playbook: Path) -> List[str]:
-    """Roles a playbook runs (plays' roles, include_role/import_role tasks), following import_playbook."""
+    """Roles a playbook runs (plays' roles, include_role/import_role tasks), following import_playbook;
+    every role is called by its FQCN ascend_resumable.npu.<role>."""
     out: List[str] = []
     for play in _load(playbook):
         if "ansible.builtin.import_playbook" in play:
-            out += _roles_of(playbook.parent / play["ansible.builtin.import_playbook"])
+            out += _roles_of(_playbook(play["ansible.builtin.import_playbook"]))
             continue
         out += [r["role"] if isinstance(r, dict) else r for r in play.get("roles", [])]
         for task in play.get("tasks", []):
@@ -30,15 +39,17 @@ def _roles_of(playbook: Path) -> List[str]:
 
 
 def test_site_runs_every_stage_in_order() -> None:
-    stages = [p["ansible.builtin.import_playbook"] for p in _load(REPO / "site.yml")]
-    assert stages == ["playbooks/preflight.yml", "playbooks/facts.yml", "playbooks/compute.yml", "playbooks/nodes.yml"]
+    assert [p["ansible.builtin.import_playbook"] for p in _load(REPO / "site.yml")] == ["ascend_resumable.npu.site"]
+    stages = [p["ansible.builtin.import_playbook"] for p in _load(COLLECTION / "playbooks" / "site.yml")]
+    assert stages == ["ascend_resumable.npu." + s for s in ("preflight", "facts", "compute", "nodes")]
     roles = _roles_of(REPO / "site.yml")
     order = ["npu_facts", "ascend_driver", "ascend_cann", "ascend_docker_runtime", "mindcluster_node"]
-    order += ["shared_storage", "resumable_install"]
+    order = ["ascend_resumable.npu." + r for r in [*order, "shared_storage", "resumable_install"]]
     assert [r for r in order if r in roles] == order
     assert [roles.index(r) for r in order] == sorted(roles.index(r) for r in order)
     # every role with tasks of its own is reached (ascend_package is included by the driver/CANN roles)
-    with_tasks = {p.parent.parent.name for p in REPO.glob("roles/*/tasks/main.yml")} - {"ascend_package"}
+    with_tasks = {"ascend_resumable.npu." + p.parent.parent.name for p in COLLECTION.glob("roles/*/tasks/main.yml")}
+    with_tasks -= {"ascend_resumable.npu.ascend_package"}
     assert with_tasks <= set(roles)
 
 

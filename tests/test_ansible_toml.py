@@ -10,9 +10,9 @@ import pytest
 import tomllib
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from role_code import load
+from role_code import plugin
 
-toml = load("ascend_toml", "roles/ascend_docker_runtime/module_utils/ascend_toml.py")
+toml = plugin("module_utils", "ascend_toml")
 
 CONTAINERD_17 = """\
 # kubespray-style containerd 1.7 config

@@ -187,4 +187,4 @@ def test_the_scan_covers_the_docs_and_the_code() -> None:
     for rel in ("README.md", "docs/rules.md", "docs/profile.md", "docs/sources.md", "docs/scheduler.md"):
         assert rel in FILES
     assert any(f.startswith("resumable/rules/") for f in FILES)
-    assert any(f.startswith("roles/") for f in FILES)
+    assert any(f.startswith("ansible_collections/ascend_resumable/npu/roles/") for f in FILES)

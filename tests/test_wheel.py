@@ -135,7 +135,7 @@ def test_the_wheel_holds_the_files_read_at_run_time(installed: Installed) -> Non
     # PyYAML is the only requirement; the extra [pulumi] adds the Pulumi components' own (issue 15)
     assert [r for r in meta.get_all("Requires-Dist", []) if "extra ==" not in r] == ["PyYAML>=5.1"]
     # the test suite and the image sources stay out (resumable_pulumi/, the components, is in: issue 15)
-    assert not any(n.startswith(("tests/", "images/", "roles/", "examples/")) for n in names)
+    assert not any(n.startswith(("tests/", "images/", "ansible_collections/", "roles/", "examples/")) for n in names)
 
 
 def test_the_wheel_carries_the_pulumi_components(installed: Installed) -> None:

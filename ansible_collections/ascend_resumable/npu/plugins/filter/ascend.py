@@ -1,24 +1,10 @@
-"""Filters of ascend_resumable.npu: Ascend version ordering, package names, hardware vs profile.
+"""Filters of ascend_resumable.npu: Ascend version ordering, package names, hardware vs profile
+(each documented in plugins/filter/<name>.yml: ansible-doc -t filter ascend_resumable.npu.<name>).
 
 Thin wrappers over the collection's module_utils, which the facts module uses on the nodes.
 """
 
 from __future__ import annotations
-
-DOCUMENTATION = r"""
-name: version_compare
-short_description: Ascend version ordering and hardware checks for the ascend-resumable roles
-description:
-  - C(version_compare(a, b)) -> -1, 0 or 1 in Ascend ordering (25.0.rc1 < 25.0.rc1.1 < 25.0.0).
-  - C(version_in_ranges(v, ranges)) -> is v in a version.info compatible_version_* list (None = unknown).
-  - C(package_info(path)) -> kind, chip, arch, version from a vendor package file name.
-  - C(package_node_path(package, cache_dir)) -> where a {src}|{url}|{path} package lives on the node.
-  - C(package_problems(facts, packages, kinds, versions)) -> naming, chip, arch and version problems of packages.
-  - C(checksum_problems(stat_results, host)) -> missing packages and sha256 mismatches of a stat loop.
-  - C(inventory_problems(hostvars, hosts, inventory_hosts)) -> shape problems of the Ascend variables per host.
-  - C(profile_mismatches(facts, plan_nodes)) / C(package_mismatches(facts, info, what)) -> list of problems.
-  - C(allocatable_short(after, before)) -> the extended resources a node reports fewer of than before its window.
-"""
 
 import re
 

@@ -2,33 +2,6 @@
 
 from __future__ import annotations
 
-DOCUMENTATION = r"""
-name: redact_url
-short_description: replace the user:password@ of URLs in a text by ***@
-description:
-  - C(redact_url(text)) -> the text with every C(scheme://user:password@) written C(scheme://***@).
-  - C(redact_package_urls(items)) -> C(dict2items) package items whose C(url) is redacted (for loops that are printed).
-  - C(download_failures(failed_result)) -> one redacted sentence per failed item of a C(get_url) loop
-    (its C(ansible_failed_result)).
-  - Package URLs may carry credentials (C(https://user:password@mirror/...)); the ascend_package role downloads with
-    C(no_log) and reports failures through these filters.
-options:
-  _input:
-    description: The text (or the items, or the failed loop result).
-    type: raw
-    required: true
-"""
-
-EXAMPLES = r"""
-msg: "{{ 'https://u:p@mirror/x.run' | ascend_resumable.npu.redact_url }}"  # https://***@mirror/x.run
-"""
-
-RETURN = r"""
-_value:
-  description: The redacted text.
-  type: str
-"""
-
 import re
 
 # userinfo of an authority: everything between "://" and the first "@" before the path

@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-DOCUMENTATION = r"""
-name: ascend_version
-short_description: is the value a version in one of the Ascend styles (25.0.rc1.1, 8.3.RC1, 7.7.0.1.231)?
-"""
-
 from ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_version import is_version
 
 

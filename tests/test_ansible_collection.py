@@ -1,0 +1,86 @@
+"""The collection ascend_resumable.npu as users get it: `ansible-galaxy collection build` of
+ansible_collections/ascend_resumable/npu, then `ansible-galaxy collection install` of the tarball
+into an empty directory, gives the roles, the playbooks and the plugins (and none of the
+repository's test fixtures, molecule scenarios or caches); the installed playbooks pass
+`--syntax-check` by their collection names, with nothing but the installed collection on the path."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+from typing import List
+
+import pytest
+import yaml
+from role_code import COLLECTION, REPO
+
+BIN = Path(sys.executable).parent
+GALAXY = shutil.which("ansible-galaxy", path=str(BIN)) or shutil.which("ansible-galaxy")
+PLAYBOOK = shutil.which("ansible-playbook", path=str(BIN)) or shutil.which("ansible-playbook")
+
+pytestmark = pytest.mark.skipif(GALAXY is None, reason="ansible-galaxy is not installed (make test-venv)")
+
+
+def _run(argv: List[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    environ = dict(os.environ, ANSIBLE_NOCOLOR="1", **env)
+    environ.pop("ANSIBLE_CONFIG", None)
+    run = subprocess.run(argv, cwd=str(cwd), env=environ, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    return run
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("galaxy")
+    version = yaml.safe_load((COLLECTION / "galaxy.yml").read_text())["version"]
+    # a stray cache in the source tree must not go into the tarball (galaxy.yml build_ignore)
+    cache = COLLECTION / "plugins" / "module_utils" / "__pycache__"
+    cache.mkdir(exist_ok=True)
+    _run([str(GALAXY), "collection", "build", str(COLLECTION), "--output-path", str(tmp / "dist")], tmp)
+    tarball = tmp / "dist" / ("ascend_resumable-npu-%s.tar.gz" % version)
+    with tarfile.open(tarball) as tar:
+        members = tar.getnames()
+    assert "MANIFEST.json" in members
+    assert [m for m in members if "molecule" in m.split("/") or "__pycache__" in m or m.endswith(".pyc")] == []
+    _run([str(GALAXY), "collection", "install", "--offline", str(tarball), "-p", str(tmp / "collections")], tmp)
+    return tmp / "collections" / "ansible_collections" / "ascend_resumable" / "npu"
+
+
+def test_the_installed_collection_has_roles_playbooks_and_plugins(installed: Path) -> None:
+    source_roles = sorted(p.name for p in (COLLECTION / "roles").iterdir() if p.is_dir())
+    assert source_roles == sorted(p.name for p in (installed / "roles").iterdir())
+    assert {"ascend_driver", "npu_facts", "mindcluster_node", "resumable_install"} <= set(source_roles)
+    for role in source_roles:
+        assert (installed / "roles" / role / "meta" / "argument_specs.yml").is_file(), role
+        assert not (installed / "roles" / role / "molecule").exists(), role
+    assert (installed / "roles" / "resumable_install" / "files" / "bundle.py").is_file()
+    for part, pattern in [("playbooks", "**/*.yml"), ("plugins", "*/*.py"), ("plugins", "*/*.yml")]:
+        source = sorted(str(p.relative_to(COLLECTION / part)) for p in (COLLECTION / part).glob(pattern))
+        assert source, (part, pattern)
+        assert sorted(str(p.relative_to(installed / part)) for p in (installed / part).glob(pattern)) == source
+    assert (installed / "playbooks" / "site.yml").is_file()
+    manifest = json.loads((installed / "MANIFEST.json").read_text())
+    assert manifest["collection_info"]["namespace"] == "ascend_resumable"
+    assert manifest["collection_info"]["name"] == "npu"
+
+
+@pytest.mark.skipif(PLAYBOOK is None, reason="ansible-playbook is not installed (make test-venv)")
+def test_the_installed_playbooks_run_by_their_collection_names(installed: Path, tmp_path: Path) -> None:
+    collections = installed.parents[2]
+    for playbook in ("site", "preflight", "facts", "compute", "nodes"):
+        _run(
+            [
+                str(PLAYBOOK),
+                "--syntax-check",
+                "-i",
+                str(REPO / "inventory/example/hosts.yml"),
+                "ascend_resumable.npu." + playbook,
+            ],
+            tmp_path,
+            ANSIBLE_COLLECTIONS_PATH=str(collections),
+        )
