@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import pytest
+import test_ansible_hardware as hardware_tests
 import yaml
 from conftest import ROOT
 from role_code import plugin
@@ -365,24 +366,13 @@ def _npu_node(
 
 
 def _driver_params(firmware: str = "7.7.0.1.231") -> Dict[str, Any]:
-    return {
-        "plan_nodes": {"hdk": "25.2.0", "chip": "ascend-910b", "accelerator_type": "module-910b-8", "arch": "x86_64"},
-        "profile": "p.yaml",
-        "reboot_policy": "if_needed",
-        "versions": {"driver": "25.2.0", "firmware": firmware},
-        "packages": {"driver": {"src": "/srv/Ascend-hdk-910b-npu-driver_25.2.0_linux-x86-64.run"}, "firmware": {}},
-        "install_for_all": True,
-        "allow_downgrade": False,
-        "user": "HwHiAiUser",
-        "group": "HwHiAiUser",
-        "uid": 1000,
-        "gid": 1000,
-        "home": "/home/HwHiAiUser",
-        "shell": "/bin/bash",
-        "state_dir": "/var/lib/ascend-resumable",
-        "window_file": "/var/lib/ascend-resumable/driver-window.json",
-        "prerequisites": False,
-    }
+    """The driver role's parameters (test_ansible_hardware's), for a node of _npu_node."""
+    return hardware_tests._params(
+        plan_nodes={"hdk": "25.2.0", "chip": "ascend-910b", "accelerator_type": "module-910b-8", "arch": "x86_64"},
+        versions={"driver": "25.2.0", "firmware": firmware},
+        packages={"driver": {"src": "/srv/Ascend-hdk-910b-npu-driver_25.2.0_linux-x86-64.run"}, "firmware": {}},
+        prerequisites=False,
+    )
 
 
 def test_a_pending_reboot_is_read_from_the_node_not_only_from_this_run() -> None:
