@@ -168,12 +168,31 @@ HEADER = re.compile(r"^(PLAY|TASK|RUNNING HANDLER) \[(.*)\] \**$")
 ELAPSED = re.compile(r"\(\d+:\d+:\d+\.\d+\)\s+(\d+):(\d+):(\d+\.\d+)")
 
 
+COLLECTION = REPO / "ansible_collections" / "ascend_resumable" / "npu"
+
+
+def _imported(name: str, base: Path) -> Path:
+    """The file of an import_playbook: a collection name (ascend_resumable.npu.site) or a path."""
+    prefix = "ascend_resumable.npu."
+    if name.startswith(prefix):
+        return COLLECTION / "playbooks" / (name[len(prefix) :] + ".yml")
+    return base / name
+
+
 def stages() -> List[Tuple[str, List[str]]]:
-    """site.yml's imported playbooks in order, each with the names of its plays."""
+    """site.yml's stages in order (the playbooks ascend_resumable.npu.site imports), each with the
+    names of its plays."""
     out = []
-    for item in yaml.safe_load((REPO / "site.yml").read_text()):
-        path = REPO / item["ansible.builtin.import_playbook"]
-        out.append((path.name, [play.get("name", "") for play in yaml.safe_load(path.read_text())]))
+    pending = [REPO / "site.yml"]
+    while pending:
+        path = pending.pop(0)
+        plays = yaml.safe_load(path.read_text())
+        key = "ansible.builtin.import_playbook"
+        imports = [play[key] for play in plays if key in play]
+        if imports:
+            pending[:0] = [_imported(name, path.parent) for name in imports]
+        else:
+            out.append((path.name, [play.get("name", "") for play in plays]))
     return out
 
 
