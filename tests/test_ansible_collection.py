@@ -47,7 +47,13 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         members = tar.getnames()
     assert "MANIFEST.json" in members
     assert [m for m in members if "molecule" in m.split("/") or "__pycache__" in m or m.endswith(".pyc")] == []
-    _run([str(GALAXY), "collection", "install", "--offline", str(tarball), "-p", str(tmp / "collections")], tmp)
+    # only the target on the collections path: a copy elsewhere (molecule's prerun installs the collection
+    # into ~/.ansible/collections) would make the install answer "already installed" and write nothing
+    _run(
+        [str(GALAXY), "collection", "install", "--offline", "--force", str(tarball), "-p", str(tmp / "collections")],
+        tmp,
+        ANSIBLE_COLLECTIONS_PATH=str(tmp / "collections"),
+    )
     return tmp / "collections" / "ansible_collections" / "ascend_resumable" / "npu"
 
 
