@@ -102,12 +102,15 @@ def test_the_installer_double_checks_the_run_user_in_etc_passwd() -> None:
 
 
 def _render_installer_argv(component: str, action: str, for_all: bool) -> List[str]:
-    """The driver role's installer argv (tasks/install_one.yml) rendered by Ansible's templar."""
+    """The driver role's installer argv (tasks/install_one.yml, the block's
+    ``ascend_driver_installer_argv``, which the command runs under timeout(1)) rendered by Ansible's
+    templar."""
     from ansible.parsing.dataloader import DataLoader  # type: ignore[import-untyped]
     from ansible.template import Templar, trust_as_template  # type: ignore[import-untyped]
 
     tasks = yaml.safe_load((_role_dir("ascend_driver") / "tasks" / "install_one.yml").read_text())
     run = next(t for t in tasks[0]["block"] if "ansible.builtin.command" in t)
+    assert "ascend_driver_installer_argv" in run["ansible.builtin.command"]["argv"]
     role_vars = yaml.safe_load((_role_dir("ascend_driver") / "vars" / "main.yml").read_text())
     variables = {
         "ascend_driver_installer_args": role_vars["ascend_driver_installer_args"],
@@ -120,7 +123,7 @@ def _render_installer_argv(component: str, action: str, for_all: bool) -> List[s
         "ascend_driver_force": False,
     }
     templar = Templar(loader=DataLoader(), variables=variables)
-    argv = templar.template(trust_as_template(run["ansible.builtin.command"]["argv"]))
+    argv = templar.template(trust_as_template(tasks[0]["vars"]["ascend_driver_installer_argv"]))
     if isinstance(argv, str):
         argv = yaml.safe_load(argv)
     return list(argv)
