@@ -98,8 +98,12 @@ def test_a3_table_two_chips_per_npu_and_the_bus_id_is_not_the_health() -> None:
     assert parsed["processes"] == []
 
 
-# Atlas 350/950: npu-smi 25.7.rc1.6 on an Ascend950PR card (19e5:d806), as captured on such a node;
-# the id, name and health are separate cells and the chip row carries only the Bus-Id.
+# Atlas 350/950: npu-smi built with NPU_SMI_V2 (PRODUCT ascend950), written from its source in the public
+# mirror of the Ascend driver sources, verylucky01/driver commit 999c25d7 ("sync 20260626"; no release tag carries
+# it), src/custom/dev_prod/user/npucli/: CMakeLists.txt:55-59 (NPU_SMI_V2 for ascend950); src/npu_info_print.c
+# :584-592 (header), :427-436 (NPU row: id, name and health cells of their own), :393-403 + :474-481 (second row:
+# only the Bus-Id, upper-case hex), :508-511; process table :626-629 (header "NPU ID | Process id"), :534-539
+# (one row per process: NPU id, pid, name, memory; no chip column), :553-559.
 A5_TABLE = """\
 +-------------------------------------------------------------------------------------------------+
 | npu-smi 25.7.rc1.6                               Version: 25.7.rc1.6                            |
@@ -111,9 +115,16 @@ A5_TABLE = """\
 |        |                  | 0000:61:00.0  | 0           0    / 0          5239  / 131072        |
 +========+==================+===============+=====================================================+
 | 1      | Ascend950PR      | Critical      | 195.6       56                0     / 0             |
-|        |                  | 0000:62:00.0  | 0           0    / 0          5239  / 131072        |
+|        |                  | 0000:9B:00.0  | 0           0    / 0          5239  / 131072        |
 +========+==================+===============+=====================================================+
++---------------------------+---------------+-----------------------------------------------------+
+| NPU ID                    | Process id    | Process name             | Process memory(MB)       |
++===========================+===============+=====================================================+
 | No running processes found in NPU 0                                                             |
++===========================+===============+=====================================================+
+| 1                          | 3728646       | python3                  | 396                     |
+| 1                          | 3728650       |                          | 120                     |
++===========================+===============+=====================================================+
 """
 
 
@@ -123,9 +134,23 @@ def test_atlas_950_table_npu_id_name_layout() -> None:
     assert parsed["npus"] == {"0": "OK", "1": "Critical"}
     assert [(c["npu"], c["chip"], c["name"], c["bus_id"], c["phy_id"]) for c in parsed["chips"]] == [
         ("0", "0", "Ascend950PR", "0000:61:00.0", None),
-        ("1", "0", "Ascend950PR", "0000:62:00.0", None),
+        ("1", "0", "Ascend950PR", "0000:9B:00.0", None),
     ]
-    assert parsed["processes"] == [] and not parsed["phy_id_column"]
+    assert not parsed["phy_id_column"]
+
+
+def test_atlas_950_process_table_has_no_chip_column() -> None:
+    """The NPU_SMI_V2 process rows (NPU id, pid, name, memory) are processes on the NPU, not NPU rows: read as
+    the 910B table, a node running a job on its NPUs looked idle to the driver role."""
+    processes = hw.parse_npu_smi(A5_TABLE)["processes"]
+    assert processes == [
+        {"npu": "1", "chip": "0", "pid": "3728646", "name": "python3"},
+        {"npu": "1", "chip": "0", "pid": "3728650", "name": ""},
+    ]
+    assert hw.parse_npu_smi(A5_TABLE)["npus"] == {"0": "OK", "1": "Critical"}  # no process row became an NPU
+    # Atlas 900 A5 UB mainboards print NA for the Bus-Id (npu_info_print.c:469-472); the chip is still listed
+    ub = A5_TABLE.replace("| 0000:61:00.0  |", "| NA            |")
+    assert [c["bus_id"] for c in hw.parse_npu_smi(ub)["chips"]] == ["NA", "0000:9B:00.0"]
 
 
 def test_an_all_digit_npu_name_is_still_an_npu_row() -> None:

@@ -101,6 +101,116 @@ def test_the_installer_double_checks_the_run_user_in_etc_passwd() -> None:
     assert upgrade.index("check_local_account") < upgrade.index("else")
 
 
+# --- the driver installer double and devices in use ------------------------------------------------
+# What the real installer does (verylucky01/driver v8.5.0, custom variant scripts/package/custom/driver/common/
+# scripts/; lines cited in installer-body.sh): over an installed driver and without --force it refuses (exit 1,
+# nothing changed) when a running docker container's inspect output names /dev/davinci_manager
+# (driver_install.sh:377-422, common.sh:172-194); any other use of the devices only stops the hot reset
+# (device_hot_reset.sh:412-417): the new driver is installed, exit 2, reboot needed (install.sh:103-115);
+# --force skips both, so there is no hot reset either: exit 2.
+
+OCCUPIED = "The davinci nodes are occupied by some processes, please stop processes and install or uninstall again"
+
+
+def _upgrade_in_a_namespace(tmp_path: Path, packages: Path, knobs: str, *args: str) -> Dict[str, str]:
+    """Install driver 25.2.0, set the knobs, upgrade to 25.3.0 with args; the installers write to /etc and
+    /usr/local, so all of it runs in a private mount namespace with overlays on both (nothing reaches this
+    machine). Returns the upgrade's rc and output, the installed and the running version."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root and unshare(1) for a private mount namespace")
+    sysfs, state = tmp_path / "sys", tmp_path / "state"
+    (state / "containers").mkdir(parents=True)
+    (sysfs / "module").mkdir(parents=True)
+    for i in range(2):
+        dev = sysfs / "bus" / "pci" / "devices" / ("0000:%02x:00.0" % (i + 1))
+        dev.mkdir(parents=True)
+        (dev / "vendor").write_text("0x19e5\n")
+        (dev / "device").write_text("0xd802\n")
+    env_file = tmp_path / "fixture.env"
+    env_file.write_text(
+        "ASCEND_FIXTURE_SYSFS=%s\nASCEND_FIXTURE_STATE=%s\nASCEND_FIXTURE_HOME=%s\n" % (sysfs, state, FIXTURES)
+    )
+    (old,) = packages.glob("Ascend-hdk-910b-npu-driver_25.2.0_*.run")
+    (new,) = packages.glob("Ascend-hdk-910b-npu-driver_25.3.0_*.run")
+    script = r"""
+set -eu
+T=$1; shift
+for d in /etc /usr/local; do
+  o="$T/overlay$(echo "$d" | tr / _)"
+  mkdir -p "$o/up" "$o/work"
+  mount -t overlay overlay -o "lowerdir=$d,upperdir=$o/up,workdir=$o/work" "$d"
+done
+grep -q '^HwHiAiUser:' /etc/passwd || echo 'HwHiAiUser:x:64242:64242::/nonexistent:/bin/false' >> /etc/passwd
+grep -q '^HwHiAiUser:' /etc/group || echo 'HwHiAiUser:x:64242:' >> /etc/group
+bash "$OLD" --nox11 --full --quiet >/dev/null
+eval "$KNOBS"
+rc=0
+bash "$NEW" --nox11 "$@" > "$T/upgrade.out" 2>&1 || rc=$?
+echo "rc=$rc"
+echo "installed=$(sed -n 's/^Version=//p' /usr/local/Ascend/driver/version.info)"
+echo "running=$(cat "$STATE/running_driver")"
+"""
+    result = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "bash", "-c", script, "upgrade", str(tmp_path), *args],
+        env=dict(
+            os.environ, ASCEND_FIXTURE_ENV=str(env_file), OLD=str(old), NEW=str(new), KNOBS=knobs, STATE=str(state)
+        ),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if result.returncode != 0 and "mount" in result.stderr:
+        pytest.skip("no overlay mounts here: %s" % result.stderr.strip())
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = dict(line.split("=", 1) for line in result.stdout.splitlines() if "=" in line)
+    out["output"] = (tmp_path / "upgrade.out").read_text()
+    return out
+
+
+CONTAINER = "printf 'kind=%s\\ndevices=%s\\npid=401\\nprocess=python3\\n' > $STATE/containers/c1"
+
+
+@pytest.mark.parametrize(
+    ("knobs", "args", "rc", "installed", "running"),
+    [
+        # nothing holds the devices: the hot reset makes the new driver run at once
+        ("true", ["--upgrade", "--quiet"], "0", "25.3.0", "25.3.0"),
+        # a docker container on /dev/davinci_manager: refused before anything changed
+        (
+            CONTAINER % ("manual", "/dev/davinci_manager /dev/davinci0"),
+            ["--upgrade", "--quiet"],
+            "1",
+            "25.2.0",
+            "25.2.0",
+        ),
+        # ... not with --force: installed, no hot reset, reboot needed
+        (
+            CONTAINER % ("manual", "/dev/davinci_manager /dev/davinci0"),
+            ["--upgrade", "--quiet", "--force"],
+            "2",
+            "25.3.0",
+            "25.2.0",
+        ),
+        # a host process, or a container whose inspect names only /dev/davinci0 (checkUserDocker looks for
+        # /dev/davinci_manager alone): installed, the hot reset aborted, reboot needed
+        ("touch $STATE/busy", ["--upgrade", "--quiet"], "2", "25.3.0", "25.2.0"),
+        (CONTAINER % ("pod", "/dev/davinci0"), ["--full", "--quiet"], "2", "25.3.0", "25.2.0"),
+        # --force on idle devices: no hot reset either
+        ("true", ["--upgrade", "--quiet", "--force"], "2", "25.3.0", "25.2.0"),
+    ],
+)
+def test_the_driver_installer_double_and_devices_in_use(
+    tmp_path: Path, packages: Path, knobs: str, args: List[str], rc: str, installed: str, running: str
+) -> None:
+    out = _upgrade_in_a_namespace(tmp_path, packages, knobs, *args)
+    assert (out["rc"], out["installed"], out["running"]) == (rc, installed, running), out["output"]
+    if rc == "1":
+        assert "[ERROR]\x1b[31m" + OCCUPIED in out["output"] and "add the force parameter" in out["output"]
+    if rc == "2":
+        assert "\x1b[31mReboot needed for installation/upgrade to take effect! \x1b[0m" in out["output"]
+
+
 def _render_installer_argv(component: str, action: str, for_all: bool) -> List[str]:
     """The driver role's installer argv (tasks/install_one.yml, the block's
     ``ascend_driver_installer_argv``, which the command runs under timeout(1)) rendered by Ansible's
@@ -415,6 +525,52 @@ def test_a_hung_driver_installer_fails_the_node_instead_of_hanging_the_run(tmp_p
     assert left.stdout.strip() == ""
     specs = yaml.safe_load((_role_dir("ascend_driver") / "meta" / "argument_specs.yml").read_text())
     assert "ascend_driver_installer_timeout" in specs["argument_specs"]["main"]["options"]
+
+
+def test_the_driver_installers_refusal_on_stdout_is_the_reason_the_node_fails(tmp_path: Path) -> None:
+    """The driver installer prints its errors on stdout (log_common.sh:45-48); the role's failure names them."""
+    refusing = tmp_path / "busy-driver.run"
+    lines = (FIXTURES / "installer-body.sh").read_text()
+    assert "The davinci nodes are occupied" in lines  # the double's refusal, printed the same way
+    refusing.write_text(
+        "#!/bin/bash\n"
+        'echo -e "[Driver] [2026-01-01 00:00:00] [ERROR]\\033[31m%s, details in : /var/log/x \\033[0m"\n'
+        'echo "[Driver] [2026-01-01 00:00:00] [INFO]If you want to install or uninstall the driver forcibly, '
+        'add the force parameter. For details, see [--help]."\n'
+        "exit 1\n" % OCCUPIED
+    )
+    state = tmp_path / "state"
+    state.mkdir()
+    role_vars = yaml.safe_load((_role_dir("ascend_driver") / "vars" / "main.yml").read_text())
+    tasks = [
+        {
+            "name": "Run the driver installer step",
+            "ansible.builtin.include_tasks": str(_role_dir("ascend_driver") / "tasks" / "install_one.yml"),
+            "vars": {
+                "ascend_driver_component": "driver",
+                "ascend_driver_plan": {"driver": {"to": "25.3.0", "action": "upgrade"}},
+                "ascend_package_files": {"driver": str(refusing)},
+                "ascend_driver_installer_args": role_vars["ascend_driver_installer_args"],
+                "ascend_driver_state_dir": str(state),
+                "ascend_driver_install_for_all": True,
+                "ascend_driver_user": "HwHiAiUser",
+                "ascend_driver_group": "HwHiAiUser",
+                "ascend_driver_force": False,
+                "ascend_driver_reboot_marker": str(tmp_path / "reboot-required"),
+                "ascend_driver_reboot_policy": "if_needed",
+                "ascend_driver_installer_timeout": 60,
+                "ascend_driver_installer_poll": 1,
+            },
+        }
+    ]
+    result = _play(tmp_path, tasks, {"ansible_become": False}, timeout=120)
+    assert result.returncode != 0, result.stdout
+    output = " ".join(result.stdout.split())
+    failure = output[output.index("Action failed: The driver installer") :]
+    failure = failure[: failure.index("(cordoned)")]
+    # the [ERROR] line, not the rest of what the installer printed
+    assert "failed on node: rc=1 [Driver] [2026-01-01 00:00:00] [ERROR]" in failure and OCCUPIED in failure, failure
+    assert "add the force parameter" not in failure and not (tmp_path / "reboot-required").exists()
 
 
 # --- URL credentials -----------------------------------------------------------------------------

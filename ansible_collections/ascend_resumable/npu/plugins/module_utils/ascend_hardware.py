@@ -167,9 +167,13 @@ def parse_npu_smi(text):
     910B/A3: every chip has two rows: ``NPU Name | Health | ...`` then ``Chip [Phy-ID] | Bus-Id | ...``.
     On A3 nodes (header ``Chip  Phy-ID``) an NPU has two chips, each with both rows, and the
     second row starts with the chip id *and* the Phy-ID; on 910B nodes only with the chip id.
-    Atlas 350/950 (header ``NPU ID | Name | Health``, npu-smi 25.7 on an Ascend950PR): the id, the name
-    and the health are cells of their own, and the second row of an NPU holds only the Bus-Id (one
-    chip, id 0). Health is kept per chip and summarised per NPU (any chip not OK makes the NPU not OK).
+    Atlas 350/950 (npu-smi built with NPU_SMI_V2 for ascend950; its source in the verylucky01/driver mirror,
+    commit 999c25d7, src/custom/dev_prod/user/npucli/src/npu_info_print.c): header ``NPU ID | Name | Health``
+    (:584-592), the id, the name and the health are cells of their own (:427-436), and the second row of an
+    NPU holds only the Bus-Id, ``NA`` on Atlas 900 A5 UB mainboards (:393-403, :469-481; one chip, id 0).
+    Its process table has no chip column: header ``NPU ID | Process id | Process name | Process memory(MB)``
+    (:626-629), rows ``| npu | pid | name | MB |`` (:534-539).
+    Health is kept per chip and summarised per NPU (any chip not OK makes the NPU not OK).
     """
     result = {"driver_version": None, "npus": {}, "chips": [], "processes": [], "phy_id_column": False}
     section = None
@@ -194,6 +198,14 @@ def parse_npu_smi(text):
             continue
         if head[:2] == ["NPU", "Chip"] and len(cells) > 1 and cells[1].startswith("Process"):
             section = "processes"
+            continue
+        if head == ["NPU", "ID"] and len(cells) > 1 and cells[1].startswith("Process"):
+            section = "processes_npu_id"
+            continue
+        if section == "processes_npu_id":
+            pid = (cells[1].split() or [""])[0] if len(cells) >= 3 else ""
+            if cells[0].isdigit() and pid.isdigit():
+                result["processes"].append({"npu": cells[0], "chip": "0", "pid": pid, "name": cells[2]})
             continue
         if section == "npu_id":
             if len(cells) >= 3 and cells[0].isdigit():
