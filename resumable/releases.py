@@ -293,6 +293,15 @@ def stack_release(release: Version) -> Optional[StackRelease]:
     return STACK_RELEASES.get(key)
 
 
+def last_stack_release_without(gate: Gate) -> str:
+    """The newest release of :data:`STACK_RELEASES` that ``gate`` does not cover: the one an upgrade
+    to ``gate.since`` comes from (``26.0.0`` for :data:`MERGED_DEVICE_PLUGIN`)."""
+    older = [r for r in STACK_RELEASES if not at_least(Version(r), gate)]
+    if not older:
+        raise ValueError("every stack release has %s" % gate.since)
+    return max(older, key=Version)
+
+
 def kubernetes_in_range(kubernetes: Version, build: VolcanoBuild) -> bool:
     mm = kubernetes.major_minor
     return Version(build.kubernetes_min).major_minor <= mm <= Version(build.kubernetes_max).major_minor
