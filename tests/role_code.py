@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import importlib
 import sys
-from pathlib import Path
 from types import ModuleType
 
-REPO = Path(__file__).resolve().parent.parent
+from conftest import ROOT as REPO
+
 PACKAGE = "ansible_collections.ascend_resumable.npu"
 COLLECTION = REPO / "ansible_collections" / "ascend_resumable" / "npu"
 ROLES = COLLECTION / "roles"

@@ -17,7 +17,8 @@ from typing import List
 
 import pytest
 import yaml
-from role_code import COLLECTION, REPO
+from conftest import ROOT as REPO
+from role_code import COLLECTION
 
 BIN = Path(sys.executable).parent
 GALAXY = shutil.which("ansible-galaxy", path=str(BIN)) or shutil.which("ansible-galaxy")

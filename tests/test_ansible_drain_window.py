@@ -18,9 +18,9 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 import yaml
+from conftest import FIXTURES, ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
-KUBECTL = str(ROOT / "tests" / "fixtures" / "kube" / "kubectl")
+KUBECTL = str(FIXTURES / "kube" / "kubectl")
 BIN = Path(sys.executable).parent
 PLAYBOOK = shutil.which("ansible-playbook", path=str(BIN)) or shutil.which("ansible-playbook")
 

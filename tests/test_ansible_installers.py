@@ -29,10 +29,11 @@ from typing import Any, Dict, Iterator, List, Optional
 import pytest
 import test_ansible_hardware as hardware_tests
 import yaml
+from conftest import FIXTURES as TEST_FIXTURES
 from conftest import ROOT as REPO
 from role_code import ROLES, plugin
 
-FIXTURES = REPO / "tests" / "fixtures" / "ascend"
+FIXTURES = TEST_FIXTURES / "ascend"
 
 
 def _role_dir(role: str) -> Path:

@@ -17,7 +17,8 @@ from typing import Any, Dict, List
 
 import pytest
 import yaml
-from role_code import PLUGINS, REPO, plugin
+from conftest import ROOT as REPO
+from role_code import PLUGINS, plugin
 
 BIN = Path(sys.executable).parent
 ANSIBLE_DOC = shutil.which("ansible-doc", path=str(BIN)) or shutil.which("ansible-doc")

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import List
 
 import pytest
+from conftest import EXAMPLE_FILES
 
 from resumable import formats as F
 from resumable import safeyaml
@@ -170,8 +171,7 @@ def test_an_alias_bomb_is_refused_quickly() -> None:
 
 
 def test_profile_limits_leave_real_profiles_alone() -> None:
-    root = Path(__file__).resolve().parents[1]
-    for example in sorted((root / "examples").glob("*.yaml")):
+    for example in EXAMPLE_FILES:
         parse_profile(example.read_text(encoding="utf-8"), str(example))
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import ast
 import contextlib
 import itertools
-from pathlib import Path
 from typing import Dict, List, Tuple
 
 import pytest
+from conftest import ROOT
 
 from resumable import releases as R
 from resumable.versions import Version, VersionError, is_version, parse
@@ -416,13 +416,12 @@ def test_the_finder_finds_inline_comparisons() -> None:
 
 def test_no_inline_version_comparison_outside_releases_and_versions() -> None:
     """Every release comparison is a named, cited Gate of resumable/releases.py (issue 17)."""
-    root = Path(__file__).resolve().parent.parent
-    allowed = {root / "resumable/releases.py", root / "resumable/versions.py"}
-    files = sorted((root / "resumable").rglob("*.py")) + sorted((root / "resumable_pulumi").rglob("*.py"))
-    files.append(root / "__main__.py")
+    allowed = {ROOT / "resumable/releases.py", ROOT / "resumable/versions.py"}
+    files = sorted((ROOT / "resumable").rglob("*.py")) + sorted((ROOT / "resumable_pulumi").rglob("*.py"))
+    files.append(ROOT / "__main__.py")
     assert len(files) > 50
     found = {
-        str(p.relative_to(root)): lines
+        str(p.relative_to(ROOT)): lines
         for p in files
         if p not in allowed
         for lines in [inline_version_comparisons(p.read_text(encoding="utf-8"))]
