@@ -8,16 +8,14 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import List, Optional
 
 import pytest
 import yaml
 from conftest import EXAMPLES, ROOT
+from role_code import BIN, PLAYBOOK
 
-BIN = Path(sys.executable).parent
-PLAYBOOK = shutil.which("ansible-playbook", path=str(BIN)) or shutil.which("ansible-playbook")
 CHECKSUM = "sha256:" + "ab" * 32
 
 pytestmark = pytest.mark.skipif(PLAYBOOK is None, reason="ansible-playbook is not installed (make test-venv)")
