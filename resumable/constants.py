@@ -232,13 +232,14 @@ RUNPY_IMPORTS_KNOWN = (RUNPY_IMPORT_TASKD, RUNPY_IMPORT_MINDX_ELASTIC)
 #: "不配置该参数时默认为32767次" (RTO 表2); TaskD's patch turns 0 into 32767
 #: (MC:component/taskd/taskd/python/adaptor/patch/torch_patch.py).
 MAX_RESTARTS_UNDER_AGENT = 32767
-#: torchrun --monitor_interval in seconds when the profile leaves it unset: "不配置该参数时默认为5秒" (RTO 表2).
-#: The plan then leaves the option to torchrun, whose own default is lower (0.1 s in torch 2.13's
-#: torch/distributed/run.py, TORCH), so this is the most a process fault waits for the agent's next look.
+#: The torchrun --monitor_interval RTO 表2 gives as the default, in seconds: "不配置该参数时默认为5秒".
+#: A profile that leaves it unset does not get it: the plan does not pass the option, so torchrun's own
+#: default applies (0.1 s in torch 2.13's torch/distributed/run.py, TORCH; 5 s in older torch releases).
+#: The recovery budget counts this as the most a process fault then waits for the agent's next look.
 MONITOR_INTERVAL_DEFAULT = 5
 #: The agent looks at its workers once per monitor interval (TORCH torch/distributed/elastic/agent/server/api.py
 #: SimpleElasticAgent._invoke_run: sleep(monitor_interval), then _monitor_workers); the derived hang timeout
-#: is at least this many ticks (PROJECT), torch's 0.1 s counted as 1 s
+#: is at least this many ticks (PROJECT), an unset monitor_interval (torchrun's own default) counted as 1 s
 HANG_MONITOR_TICKS = 3
 
 # --- the profile inside the training container (this project's convention) ----------------------------

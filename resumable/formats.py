@@ -274,17 +274,55 @@ def problem(format_name: str, value: str) -> Optional[str]:
 
 
 # --- image naming ------------------------------------------------------------------------------------
+# Every image reference the project composes or takes apart goes through these functions.
 
 #: The repository prefix of a job's built image when neither the profile (``image.name``) nor the
 #: Pulumi stack (``imageRegistry``) names where it goes: a local name the build spec tags.
 LOCAL_IMAGE_PREFIX = "ascend-resumable"
 
 
+def with_tag(repository: str, tag: str) -> str:
+    """``<repository>:<tag>``."""
+    return "%s:%s" % (repository, tag)
+
+
+def image_repository(reference: str) -> str:
+    """The repository of an image reference, its tag and digest dropped (distribution/reference
+    grammar: a digest follows ``@``; a tag follows a ``:`` in the last path component only, so a
+    registry port as in ``localhost:5000/ai/train:1.0`` stays)."""
+    name = reference.split("@", 1)[0]
+    head, _, last = name.rpartition("/")
+    return (head + "/" if head else "") + last.split(":", 1)[0]
+
+
 def built_image_reference(job: str, release: str, registry: Optional[str] = None) -> str:
     """The reference of the image built for a job whose profile leaves ``image.name`` out:
     ``<registry>/<job>:<release>`` when the Pulumi stack pushes to ``imageRegistry``, else the local
     ``ascend-resumable/<job>:<release>`` (``resumable render`` and the build spec)."""
-    return "%s/%s:%s" % (registry or LOCAL_IMAGE_PREFIX, job, release)
+    return with_tag("%s/%s" % (registry or LOCAL_IMAGE_PREFIX, job), release)
+
+
+def release_image_tag(release: str) -> str:
+    """The tag of a MindCluster component image of ``release``: ``v<release>`` (the release build
+    rewrites the sources' placeholder tags to it; INST01, docs/scheduler.md D4)."""
+    return "v%s" % release
+
+
+def volcano_image_tag(volcano: str, release: Optional[str] = None) -> str:
+    """The tag of a Volcano image: ``v<volcano>``, or ``v<volcano>-v<release>`` where the tag embeds
+    the MindCluster release (SWR and the 26.1 manifests; INST05, HELM values 26.1)."""
+    tag = "v%s" % volcano
+    return "%s-%s" % (tag, release_image_tag(release)) if release else tag
+
+
+def component_image_reference(local_name: str, tag: str, registry: str = "") -> str:
+    """The reference of a scheduling-stack component image: the local name the release manifests
+    use (``volcanosh/vc-scheduler``) with ``tag``, or with a registry prefix that prefix and the
+    name's last component (``registry.example.com/mindx/vc-scheduler``), the way SWR ``ascendhub``
+    names them (docs/scheduler.md D4)."""
+    registry = registry.rstrip("/")
+    name = "%s/%s" % (registry, local_name.rsplit("/", 1)[-1]) if registry else local_name
+    return with_tag(name, tag)
 
 
 def registry_host(reference: str) -> str:

@@ -386,9 +386,10 @@ class Recovery:
     monitor_interval: Optional[int] = field(
         default=None,
         metadata=spec(
-            "torchrun --monitor_interval in seconds, an integer; null = %d (RTO 表2). The range 1 to 3600 is "
-            "this project's limit (PROJECT). torchrun only: msrun has no such option (MS-MSRUN)."
-            % C.MONITOR_INTERVAL_DEFAULT,
+            "torchrun --monitor_interval in seconds, an integer; null = not passed, so torchrun's own default "
+            "applies (0.1 s in torch 2.13, TORCH; RTO 表2 gives %d s, which the recovery budget counts as the "
+            "upper bound). The range 1 to 3600 is this project's limit (PROJECT). torchrun only: msrun has no "
+            "such option (MS-MSRUN)." % C.MONITOR_INTERVAL_DEFAULT,
             minimum=1,
             maximum=3600,
         ),

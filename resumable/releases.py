@@ -67,9 +67,13 @@ GRACEFUL_MINDSPORE_LAST = Gate("7.1.RC1", "RT01; RT04 (graceful fault tolerance 
 FULL_FAULT_PATHS = Gate(
     "7.3.0", "MC:@v7.3.0 component/{noded,ascend-device-plugin,clusterd,ascend-operator}/build/*.yaml"
 )
-#: Volcano's init-params self-maintain-available-card and forceEnqueue, the bindings rule of the
-#: 1.9.0 scheduler and its --percentage-nodes-to-find=100 (absent from 6.0.0's 1.9.0 manifest).
-VOLCANO_73_SCHEDULER = Gate("7.3.0", "MC:@v7.3.0 component/ascend-for-volcano/build/volcano-v1.9.0.yaml; INST05")
+#: Volcano's NPU plugin maintains the available cards itself (init-param
+#: self-maintain-available-card); the same manifests add the init-param forceEnqueue, the bindings
+#: rule of the 1.9.0 scheduler and its --percentage-nodes-to-find=100 (all absent from 6.0.0's 1.9.0
+#: manifest).
+VOLCANO_SELF_MAINTAINED_CARDS = Gate(
+    "7.3.0", "MC:@v7.3.0 component/ascend-for-volcano/build/volcano-v1.9.0.yaml; INST05"
+)
 #: NodeD runs on the host network and reads (get, list, patch) nodes.
 NODED_HOST_NETWORK = Gate("26.0.0", "MC:@v26.0.0 component/noded/build/noded.yaml")
 #: The Ascend Operator may patch pods.
@@ -287,6 +291,15 @@ def stack_release(release: Version) -> Optional[StackRelease]:
         return None
     key = "%d.%d.%d" % release.release[:3]
     return STACK_RELEASES.get(key)
+
+
+def last_stack_release_without(gate: Gate) -> str:
+    """The newest release of :data:`STACK_RELEASES` that ``gate`` does not cover: the one an upgrade
+    to ``gate.since`` comes from (``26.0.0`` for :data:`MERGED_DEVICE_PLUGIN`)."""
+    older = [r for r in STACK_RELEASES if not at_least(Version(r), gate)]
+    if not older:
+        raise ValueError("every stack release has %s" % gate.since)
+    return max(older, key=Version)
 
 
 def kubernetes_in_range(kubernetes: Version, build: VolcanoBuild) -> bool:

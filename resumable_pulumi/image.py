@@ -20,6 +20,7 @@ from typing import Any, Callable, List, Optional
 import pulumi
 
 from resumable.errors import ResumableError
+from resumable.formats import image_repository, with_tag
 from resumable.plan.model import Plan
 
 TYPE_TOKEN = "ascend-resumable:stack:RuntimeImage"
@@ -33,10 +34,7 @@ CONTEXT_DIR = os.path.join("build", "image-context")
 
 def cache_ref(tag: str) -> str:
     """The registry build cache beside a tag: ``<repository>:buildcache`` (tag and digest dropped)."""
-    name = tag.split("@", 1)[0]
-    head, _, last = name.rpartition("/")
-    repo = (head + "/" if head else "") + last.split(":", 1)[0]
-    return f"{repo}:buildcache"
+    return with_tag(image_repository(tag), "buildcache")
 
 
 def default_context_factory() -> ContextFactory:

@@ -28,6 +28,7 @@ from typing import Any, Dict, List, Optional
 
 import pulumi
 
+from resumable import releases as R
 from resumable.constants import (
     CLUSTERD_GRPC_PORT,
     CLUSTERD_SERVICE,
@@ -71,9 +72,10 @@ def _key(kind: str, namespace: str, name: str) -> str:
 def renamed_objects() -> Dict[str, str]:
     """``new key -> old key`` of the objects upstream renamed without other change: the device
     plugin's ServiceAccount, ClusterRole, binding and DaemonSet lost their ``-910`` suffix in 26.1
-    (``ascendplugin-volcano.yaml`` at v26.0.0 vs v26.1.0; INST04)."""
-    new = device_plugin_names(traits("26.1.0"))
-    old = device_plugin_names(traits("26.0.0"))
+    (``ascendplugin-volcano.yaml`` at v26.0.0 vs v26.1.0; INST04): the names of the first release
+    with :data:`~resumable.releases.MERGED_DEVICE_PLUGIN` against those of the stack release before it."""
+    new = device_plugin_names(traits(R.MERGED_DEVICE_PLUGIN.since))
+    old = device_plugin_names(traits(R.last_stack_release_without(R.MERGED_DEVICE_PLUGIN)))
     return {
         _key(kind, ns, n): _key(kind, ns, o)
         for kind, ns, n, o in zip(_DEVICE_PLUGIN_KINDS, _DEVICE_PLUGIN_NAMESPACES, new, old)

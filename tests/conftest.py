@@ -5,7 +5,8 @@ this file, and the standalone checkers under tests/manifests put it there themse
 checkers run outside pytest in the demo's virtualenv, so this module imports only the standard
 library and PyYAML at its top; nothing here is a fixture.
 
-- ROOT: the repository; EXAMPLES its example profiles; FIXTURES the test doubles (tests/fixtures).
+- ROOT: the repository; EXAMPLES its example profiles, EXAMPLE_FILES their files (examples/*.yaml,
+  sorted); FIXTURES the test doubles (tests/fixtures).
 - SHARED: the ``shared`` folder beside the repository (``../shared``): research notes, seeds and the
   upstream release manifests (UPSTREAM), which are test data only and never copied into the project;
   tests that read them skip with a message when the folder is absent.
@@ -14,7 +15,7 @@ library and PyYAML at its top; nothing here is a fixture.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict
+from typing import TYPE_CHECKING, Any, Dict, Tuple
 
 import yaml
 
@@ -25,6 +26,7 @@ TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 FIXTURES = TESTS / "fixtures"
 EXAMPLES = ROOT / "examples"
+EXAMPLE_FILES: Tuple[Path, ...] = tuple(sorted(EXAMPLES.glob("*.yaml")))
 SHARED = ROOT.parent / "shared"
 UPSTREAM = SHARED / "upstream"
 

@@ -25,9 +25,9 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence
 
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import EXAMPLES, ROOT
 
-EXAMPLE = ROOT / "examples" / "pytorch-process-recovery.yaml"
+EXAMPLE = EXAMPLES / "pytorch-process-recovery.yaml"
 #: The acceptance limit for one bad input (interpreter start-up included).
 LIMIT_SECONDS = 5.0
 

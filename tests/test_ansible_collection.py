@@ -8,20 +8,17 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import sys
 import tarfile
 from pathlib import Path
 from typing import List
 
 import pytest
 import yaml
-from role_code import COLLECTION, REPO
+from conftest import ROOT as REPO
+from role_code import COLLECTION, PLAYBOOK, ansible_tool
 
-BIN = Path(sys.executable).parent
-GALAXY = shutil.which("ansible-galaxy", path=str(BIN)) or shutil.which("ansible-galaxy")
-PLAYBOOK = shutil.which("ansible-playbook", path=str(BIN)) or shutil.which("ansible-playbook")
+GALAXY = ansible_tool("ansible-galaxy")
 
 pytestmark = pytest.mark.skipif(GALAXY is None, reason="ansible-galaxy is not installed (make test-venv)")
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,11 +17,10 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 import yaml
+from conftest import FIXTURES, ROOT
+from role_code import PLAYBOOK, playbook_env
 
-ROOT = Path(__file__).resolve().parents[1]
-KUBECTL = str(ROOT / "tests" / "fixtures" / "kube" / "kubectl")
-BIN = Path(sys.executable).parent
-PLAYBOOK = shutil.which("ansible-playbook", path=str(BIN)) or shutil.which("ansible-playbook")
+KUBECTL = str(FIXTURES / "kube" / "kubectl")
 
 pytestmark = pytest.mark.skipif(PLAYBOOK is None, reason="ansible-playbook is not installed (make test-venv)")
 
@@ -88,13 +86,9 @@ def _play(tmp_path: Path, tasks_from: str, extra: Optional[Dict[str, Any]] = Non
             {"all": {"hosts": {"w1": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}
         )
     )
-    env = dict(
-        os.environ,
-        ANSIBLE_COLLECTIONS_PATH="%s:%s" % (ROOT / "collections", ROOT),
-        ANSIBLE_CONFIG=str(tmp_path / "none.cfg"),
-        ANSIBLE_NOCOLOR="1",
-        ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"),
-        ANSIBLE_HOME=str(tmp_path / "home"),
+    env = playbook_env(
+        tmp_path,
+        "%s:%s" % (ROOT / "collections", ROOT),
         # the local connection passes its environment on (the role's kubectl env is a role var)
         KUBE_FIXTURE_STATE=str(state),
         ASCEND_FIXTURE_ENV=str(tmp_path / "none"),

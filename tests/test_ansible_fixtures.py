@@ -5,23 +5,20 @@ without touching a machine), and the emulated kubectl / docker.
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Dict, List
 
 import pytest
-from conftest import ROOT as REPO
+from conftest import FIXTURES as TEST_FIXTURES
+from role_code import plugin
 
-FIXTURES = REPO / "tests" / "fixtures" / "ascend"
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+FIXTURES = TEST_FIXTURES / "ascend"
 
-hw = importlib.import_module("ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_hardware")
+hw = plugin("module_utils", "ascend_hardware")
 
 
 def _node(tmp_path: Path, device: str = "0xd802", chips: int = 2, running: str = "25.2.0") -> Dict[str, str]:
@@ -186,7 +183,7 @@ def test_installers_unpack_their_version_info(packages: Path, tmp_path: Path) ->
     assert "Version=25.3.0" in text and "compatible_version_fw=[6.4.0,6.4.99],[7.7.0,7.8.99]" in text
 
 
-KUBECTL = str(REPO / "tests" / "fixtures" / "kube" / "kubectl")
+KUBECTL = str(TEST_FIXTURES / "kube" / "kubectl")
 
 
 def test_emulated_kubectl_and_docker(tmp_path: Path) -> None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import http.server
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -29,10 +28,11 @@ from typing import Any, Dict, Iterator, List, Optional
 import pytest
 import test_ansible_hardware as hardware_tests
 import yaml
+from conftest import FIXTURES as TEST_FIXTURES
 from conftest import ROOT as REPO
-from role_code import ROLES, plugin
+from role_code import PLAYBOOK, ROLES, playbook_env, plugin
 
-FIXTURES = REPO / "tests" / "fixtures" / "ascend"
+FIXTURES = TEST_FIXTURES / "ascend"
 
 
 def _role_dir(role: str) -> Path:
@@ -41,10 +41,6 @@ def _role_dir(role: str) -> Path:
 
 def _filters(role: str) -> Any:
     return plugin("filter", role)
-
-
-BIN = Path(sys.executable).parent
-PLAYBOOK = shutil.which("ansible-playbook", path=str(BIN)) or shutil.which("ansible-playbook")
 
 
 # --- the driver installer double ----------------------------------------------------------------
@@ -400,21 +396,11 @@ def _play(
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
     play = [{"name": "test", "hosts": "node", "gather_facts": False, "vars": extra_vars or {}, "tasks": tasks}]
     (tmp_path / "play.yml").write_text(yaml.safe_dump(play, sort_keys=False))
-    env = dict(
-        os.environ,
-        ANSIBLE_CONFIG=str(tmp_path / "none.cfg"),
-        ANSIBLE_COLLECTIONS_PATH=str(REPO),
-        ANSIBLE_NOCOLOR="1",
-        ANSIBLE_FORCE_COLOR="0",
-        ANSIBLE_RETRY_FILES_ENABLED="0",
-        ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"),
-        ANSIBLE_HOME=str(tmp_path / "home"),
-    )
     return subprocess.run(
         [PLAYBOOK, "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml")],
         capture_output=True,
         text=True,
-        env=env,
+        env=playbook_env(tmp_path, str(REPO)),
         timeout=timeout,
         check=False,
     )

@@ -9,18 +9,16 @@ from __future__ import annotations
 import ast
 import json
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
 import yaml
-from role_code import PLUGINS, REPO, plugin
+from conftest import ROOT as REPO
+from role_code import PLUGINS, ansible_tool, plugin
 
-BIN = Path(sys.executable).parent
-ANSIBLE_DOC = shutil.which("ansible-doc", path=str(BIN)) or shutil.which("ansible-doc")
+ANSIBLE_DOC = ansible_tool("ansible-doc")
 MODULES = sorted(PLUGINS.glob("modules/*.py"))
 FILTER_FILES = sorted(p.stem for p in PLUGINS.glob("filter/*.py"))
 TEST_FILES = sorted(p.stem for p in PLUGINS.glob("test/*.py"))

@@ -11,13 +11,12 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 import tomllib
-from role_code import REPO, ROLES, plugin
+from conftest import FIXTURES
+from conftest import ROOT as REPO
+from role_code import ROLES, plugin
 
 from resumable import constants as C
 from resumable.api import load_plan_text
-
-FIXTURES = REPO / "tests" / "fixtures"
-
 
 toml = plugin("module_utils", "ascend_toml")
 runtime = plugin("module_utils", "ascend_runtime")
@@ -426,7 +425,7 @@ def test_npu_daemonset_selector_covers_the_pre_26_1_device_plugin() -> None:
     from resumable.manifests.device_plugin import node_selector
     from resumable.manifests.traits import traits
 
-    text = (REPO / "tests/fixtures/profiles/site.yaml").read_text()
+    text = (FIXTURES / "profiles" / "site.yaml").read_text()
     old = load_plan_text(text).nodes
     assert old.npu_daemonset_selector == {
         C.NODE_LABEL_WORKER: C.NODE_LABEL_WORKER_VALUE,

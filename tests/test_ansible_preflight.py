@@ -8,16 +8,14 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import List, Optional
 
 import pytest
 import yaml
+from conftest import EXAMPLES, ROOT
+from role_code import BIN, PLAYBOOK
 
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
-PLAYBOOK = shutil.which("ansible-playbook", path=str(BIN)) or shutil.which("ansible-playbook")
 CHECKSUM = "sha256:" + "ab" * 32
 
 pytestmark = pytest.mark.skipif(PLAYBOOK is None, reason="ansible-playbook is not installed (make test-venv)")
@@ -46,7 +44,7 @@ def _copy_example(tmp_path: Path) -> Path:
     """inventory/example with real-looking checksums, in a directory that keeps its relative profile path."""
     inventory = tmp_path / "inventory" / "example"
     shutil.copytree(ROOT / "inventory" / "example", inventory)
-    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    (tmp_path / "examples").symlink_to(EXAMPLES)
     compute = inventory / "group_vars" / "ascend_compute.yml"
     data = yaml.safe_load(compute.read_text())
     for key in ("ascend_driver_driver_package", "ascend_driver_firmware_package"):
@@ -74,7 +72,7 @@ def test_example_inventory_with_checksums_passes(tmp_path: Path) -> None:
 @pytest.mark.parametrize("where", ["group_vars", "extra_vars"])
 def test_invalid_profile_stops_the_play_with_the_rule(tmp_path: Path, where: str) -> None:
     hosts = _copy_example(tmp_path)
-    doc = yaml.safe_load((ROOT / "examples" / "pytorch-process-recovery.yaml").read_text())
+    doc = yaml.safe_load((EXAMPLES / "pytorch-process-recovery.yaml").read_text())
     doc["jobs"][0]["recovery"]["watchdog"] = "on"
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(doc))

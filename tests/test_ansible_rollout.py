@@ -16,7 +16,6 @@ compute.yml is under test here, the roles have their molecule scenarios.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -27,11 +26,9 @@ import pytest
 import test_ansible_hardware as hardware_tests
 import yaml
 from conftest import ROOT
-from role_code import plugin
+from role_code import PLAYBOOK, playbook_env, plugin
 
 COLLECTION = ROOT / "ansible_collections" / "ascend_resumable" / "npu"
-BIN = Path(sys.executable).parent
-PLAYBOOK = shutil.which("ansible-playbook", path=str(BIN)) or shutil.which("ansible-playbook")
 
 pytestmark = pytest.mark.skipif(PLAYBOOK is None, reason="ansible-playbook is not installed (make test-venv)")
 
@@ -198,14 +195,7 @@ def _rollout(
         "rollout_test_engine": engine or [],
     }
     (inventory / "group_vars" / "ascend_compute.yml").write_text(yaml.safe_dump(dict(group_vars, **knobs)))
-    env = dict(
-        os.environ,
-        ANSIBLE_CONFIG=str(tmp_path / "none.cfg"),
-        ANSIBLE_COLLECTIONS_PATH=str(tmp_path),
-        ANSIBLE_NOCOLOR="1",
-        ANSIBLE_FORKS="10",
-        ANSIBLE_RETRY_FILES_ENABLED="0",
-    )
+    env = playbook_env(tmp_path, str(tmp_path), ANSIBLE_FORKS="10")
     run = subprocess.run(
         [str(PLAYBOOK), "-i", str(inventory / "hosts.yml"), str(stub / "playbooks" / playbook), *(extra or [])],
         cwd=str(tmp_path),

@@ -11,27 +11,24 @@ resumable.versions on adversarial input (and, where hypothesis is installed, on 
 from __future__ import annotations
 
 import ast
-import importlib
 import itertools
 import runpy
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any, List, Set, Tuple
 
 import pytest
-from conftest import ROOT as REPO
-
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
 import test_versions as tables  # the resumable.versions test tables, same directory
+from conftest import FIXTURES
+from conftest import ROOT as REPO
+from role_code import PLUGINS, plugin
 
-# the collection is not typed for mypy: load it as a plain module
-av = importlib.import_module("ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_version")
-from resumable import versions as rv  # noqa: E402
+from resumable import versions as rv
 
-MODULE_UTILS = REPO / "ansible_collections/ascend_resumable/npu/plugins/module_utils/ascend_version.py"
+# the collection is not typed for mypy: a plain module
+av = plugin("module_utils", "ascend_version")
+
+MODULE_UTILS = PLUGINS / "module_utils" / "ascend_version.py"
 
 
 def _pairs() -> List[Tuple[str, str]]:
@@ -101,7 +98,7 @@ def test_compatibility_ranges() -> None:
 def test_the_fixture_packages_embed_this_module(tmp_path: Path) -> None:
     out = tmp_path / "drv.run"
     subprocess.run(
-        [str(REPO / "tests/fixtures/ascend/make-run.sh"), "driver", "25.2.0", str(out)],
+        [str(FIXTURES / "ascend" / "make-run.sh"), "driver", "25.2.0", str(out)],
         check=True,
     )
     assert MODULE_UTILS.read_text() in out.read_text()

@@ -13,13 +13,12 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import EXAMPLE_FILES, EXAMPLES, ROOT
 
 from resumable import cli
 from resumable.rules import REGISTRY
 
-EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
-EXAMPLE_IDS = [p.stem for p in EXAMPLES]
+EXAMPLE_IDS = [p.stem for p in EXAMPLE_FILES]
 
 MINIMAL = 'cluster:\n  mindcluster: "7.3.0"\njobs:\n  - name: a\n'
 
@@ -50,13 +49,13 @@ def write(tmp_path: Path, text: str, name: str = "profile.yaml") -> str:
 
 
 def test_examples_exist() -> None:
-    assert len(EXAMPLES) >= 3
+    assert len(EXAMPLE_FILES) >= 3
 
 
 # --- validate ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=EXAMPLE_IDS)
+@pytest.mark.parametrize("example", EXAMPLE_FILES, ids=EXAMPLE_IDS)
 def test_validate_passes_on_every_example(capsys: pytest.CaptureFixture[str], example: Path) -> None:
     code, out, err = run(capsys, "validate", str(example))
     assert code == 0, out + err
@@ -65,14 +64,14 @@ def test_validate_passes_on_every_example(capsys: pytest.CaptureFixture[str], ex
 
 
 def test_validate_all_examples_at_once(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "validate", *[str(p) for p in EXAMPLES])
+    code, out, _ = run(capsys, "validate", *[str(p) for p in EXAMPLE_FILES])
     assert code == 0
-    assert sum(1 for line in out.splitlines() if line.startswith("OK ")) == len(EXAMPLES)
+    assert sum(1 for line in out.splitlines() if line.startswith("OK ")) == len(EXAMPLE_FILES)
 
 
 def warned_profile(tmp_path: Path) -> str:
     """The Pod-level example with ``fault_scheduling: force`` on host networking: valid, one warning."""
-    doc = yaml.safe_load((ROOT / "examples" / "pytorch-pod-rescheduling.yaml").read_text(encoding="utf-8"))
+    doc = yaml.safe_load((EXAMPLES / "pytorch-pod-rescheduling.yaml").read_text(encoding="utf-8"))
     doc["cluster"]["host_network"] = True
     doc["jobs"][0]["recovery"]["fault_scheduling"] = "force"
     return write(tmp_path, yaml.safe_dump(doc, sort_keys=False))
@@ -85,7 +84,7 @@ def test_strict_fails_exactly_where_warnings_exist(
     from resumable.profile import load_profile
     from resumable.rules import WARNING, evaluate
 
-    path = str(EXAMPLES[0]) if variant == "example" else warned_profile(tmp_path)
+    path = str(EXAMPLE_FILES[0]) if variant == "example" else warned_profile(tmp_path)
     warnings = [v for v in evaluate(load_profile(path)) if v.severity == WARNING]
     assert bool(warnings) == (variant == "warned")
     code, out, err = run(capsys, "validate", path)
@@ -103,7 +102,7 @@ def test_strict_fails_exactly_where_warnings_exist(
 
 
 def test_every_example_passes_strict(capsys: pytest.CaptureFixture[str]) -> None:
-    for p in EXAMPLES:
+    for p in EXAMPLE_FILES:
         code, out, err = run(capsys, "validate", "--strict", str(p))
         assert code == 0, err
         assert out.startswith("OK %s" % p)
@@ -111,9 +110,9 @@ def test_every_example_passes_strict(capsys: pytest.CaptureFixture[str]) -> None
 
 def test_validate_mixed_good_and_bad_reports_both(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     bad = write(tmp_path, "clustr: {}\n")
-    code, out, err = run(capsys, "validate", str(EXAMPLES[0]), bad)
+    code, out, err = run(capsys, "validate", str(EXAMPLE_FILES[0]), bad)
     assert code == 2
-    assert "OK %s" % EXAMPLES[0] in out
+    assert "OK %s" % EXAMPLE_FILES[0] in out
     assert bad in err
     assert_one_paragraph(err)
 
@@ -121,7 +120,7 @@ def test_validate_mixed_good_and_bad_reports_both(capsys: pytest.CaptureFixture[
 # --- plan ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=EXAMPLE_IDS)
+@pytest.mark.parametrize("example", EXAMPLE_FILES, ids=EXAMPLE_IDS)
 def test_plan_json_and_yaml_agree(capsys: pytest.CaptureFixture[str], example: Path) -> None:
     code, out_json, err = run(capsys, "plan", "--format", "json", str(example))
     assert code == 0, err
@@ -138,7 +137,7 @@ def test_plan_json_and_yaml_agree(capsys: pytest.CaptureFixture[str], example: P
     assert yaml.safe_load(out_yaml) == data
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=EXAMPLE_IDS)
+@pytest.mark.parametrize("example", EXAMPLE_FILES, ids=EXAMPLE_IDS)
 def test_plan_text(capsys: pytest.CaptureFixture[str], example: Path) -> None:
     code, out, err = run(capsys, "plan", str(example))
     assert code == 0, err
@@ -150,7 +149,7 @@ def test_plan_text(capsys: pytest.CaptureFixture[str], example: Path) -> None:
 
 
 def test_plan_strict_refuses_warnings(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    doc = yaml.safe_load(EXAMPLES[-1].read_text(encoding="utf-8"))
+    doc = yaml.safe_load(EXAMPLE_FILES[-1].read_text(encoding="utf-8"))
     doc["jobs"][0]["recovery"]["fault_scheduling"] = "force"  # process-level-grace warns
     path = write(tmp_path, yaml.safe_dump(doc))
     assert run(capsys, "plan", "--format", "json", path)[0] == 0
@@ -171,7 +170,7 @@ def test_schema_is_valid_json_schema_and_accepts_every_example(capsys: pytest.Ca
     schema = json.loads(out)
     jsonschema.Draft7Validator.check_schema(schema)
     validator = jsonschema.Draft7Validator(schema)
-    for example in EXAMPLES:
+    for example in EXAMPLE_FILES:
         doc = yaml.safe_load(example.read_text(encoding="utf-8"))
         errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.path))
         assert not errors, "%s: %s" % (example.name, [e.message for e in errors])
@@ -356,7 +355,7 @@ def test_rule_errors_go_to_stderr_for_every_command(capsys: pytest.CaptureFixtur
 def test_plan_shows_control_characters_escaped(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """Only env values may hold line breaks and tabs; the text plan prints them as escapes, so a
     value cannot add lines that look like the plan's own."""
-    doc = yaml.safe_load(EXAMPLES[0].read_text(encoding="utf-8"))
+    doc = yaml.safe_load(EXAMPLE_FILES[0].read_text(encoding="utf-8"))
     doc["jobs"][0]["env"] = {"EXTRA_CONFIG": "a: 1\nfindings:\n\tnone"}
     path = write(tmp_path, yaml.safe_dump(doc))
     code, out, err = run(capsys, "plan", path)
@@ -374,7 +373,7 @@ def test_plan_prints_the_launch_command_shell_quoted(capsys: pytest.CaptureFixtu
     import shlex
 
     args = ["--data=/mnt/my data", "$(touch /tmp/pwned)", "it's", "--lr=0.1", ""]
-    doc = yaml.safe_load(EXAMPLES[0].read_text(encoding="utf-8"))
+    doc = yaml.safe_load(EXAMPLE_FILES[0].read_text(encoding="utf-8"))
     doc["jobs"][0]["script"] = "my train.py"
     doc["jobs"][0]["script_args"] = args
     path = write(tmp_path, yaml.safe_dump(doc))
@@ -425,7 +424,7 @@ def test_internal_error_with_debug_reraises(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
-    for argv in ([], ["frobnicate"], ["plan", "--format", "xml", str(EXAMPLES[0])]):
+    for argv in ([], ["frobnicate"], ["plan", "--format", "xml", str(EXAMPLE_FILES[0])]):
         with pytest.raises(SystemExit) as info:
             cli.main(argv)
         assert info.value.code == 2
@@ -478,9 +477,9 @@ def _subprocess(*argv: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_python_dash_m_resumable(tmp_path: Path) -> None:
-    ok = _subprocess("validate", *[str(p) for p in EXAMPLES])
+    ok = _subprocess("validate", *[str(p) for p in EXAMPLE_FILES])
     assert ok.returncode == 0, ok.stderr
-    assert ok.stdout.count("OK ") == len(EXAMPLES)
+    assert ok.stdout.count("OK ") == len(EXAMPLE_FILES)
 
     bad = write(tmp_path, 'clustr:\n  mindcluster: "7.3.0"\n')
     res = _subprocess("validate", bad)
@@ -496,7 +495,7 @@ def test_python_dash_m_resumable(tmp_path: Path) -> None:
 def test_a_profile_setting_the_removed_taskd_port_is_refused_by_name(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, value: int
 ) -> None:
-    text = (ROOT / "examples" / "job-level-minimal.yaml").read_text(encoding="utf-8")
+    text = (EXAMPLES / "job-level-minimal.yaml").read_text(encoding="utf-8")
     text = re.sub(r"(?m)^(  - name: .*)$", r"\1\n    taskd_port: %d" % value, text, count=1)
     code, _, err = run(capsys, "validate", write(tmp_path, text))
     assert code == 2

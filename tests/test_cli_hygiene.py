@@ -13,14 +13,14 @@ from typing import Any, Dict, List
 
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import EXAMPLES, ROOT
 
 from resumable import cli
 from resumable.plan import build_plan
 from resumable.profile import parse_profile
 from resumable.rules.base import Violation
 
-EXAMPLE = ROOT / "examples" / "pytorch-process-recovery.yaml"
+EXAMPLE = EXAMPLES / "pytorch-process-recovery.yaml"
 
 
 def resumable(*argv: str, env: Dict[str, str] = {}, cwd: Path = ROOT) -> subprocess.CompletedProcess:  # type: ignore[type-arg]  # noqa: B006

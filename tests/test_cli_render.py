@@ -7,11 +7,11 @@ from typing import Any, Dict, List
 
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import EXAMPLES
 
 from resumable.cli import main
 
-EXAMPLE = str(ROOT / "examples" / "pytorch-process-recovery.yaml")
+EXAMPLE = str(EXAMPLES / "pytorch-process-recovery.yaml")
 
 
 def rendered(out: Path) -> List[Dict[str, Any]]:

@@ -16,8 +16,9 @@ from typing import List, Set
 import pytest
 from conftest import ROOT
 
-#: the demo's own scripts and the test helpers they import
+#: the demo's own scripts and the test helpers they import (upstream.py takes its path from conftest)
 CHECKER = [ROOT / "tests" / "manifests" / n for n in ("check_rendered.py", "crdschema.py", "upstream.py")]
+CHECKER.append(ROOT / "tests" / "conftest.py")
 #: import name -> distribution name, for what the checker imports
 DISTRIBUTIONS = {"yaml": "pyyaml", "jsonschema": "jsonschema", "kubernetes_validate": "kubernetes-validate"}
 
@@ -75,7 +76,9 @@ def test_the_demo_installs_its_own_venv_visibly(tmp_path: Path) -> None:
 def test_the_demo_venv_has_what_the_checker_imports_and_no_more() -> None:
     needed = set()
     for path in CHECKER:
-        for module in imported_top_modules(path) - set(sys.stdlib_module_names) - {"__future__", "manifests"}:
+        for module in (
+            imported_top_modules(path) - set(sys.stdlib_module_names) - {"__future__", "manifests", "conftest"}
+        ):
             assert module in DISTRIBUTIONS, "%s imports %s, which the demo's venv does not install" % (path, module)
             needed.add(DISTRIBUTIONS[module])
     assert demo_requirements() == needed | {"pyyaml"}

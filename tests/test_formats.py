@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import List
 
 import pytest
+from conftest import EXAMPLE_FILES
 
 from resumable import formats as F
 from resumable import safeyaml
@@ -170,9 +171,50 @@ def test_an_alias_bomb_is_refused_quickly() -> None:
 
 
 def test_profile_limits_leave_real_profiles_alone() -> None:
-    root = Path(__file__).resolve().parents[1]
-    for example in sorted((root / "examples").glob("*.yaml")):
+    for example in EXAMPLE_FILES:
         parse_profile(example.read_text(encoding="utf-8"), str(example))
+
+
+# --- image naming ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "reference, repository",
+    [
+        ("busybox", "busybox"),
+        ("library/busybox:1.36", "library/busybox"),
+        ("localhost:5000/ai/train:1.0", "localhost:5000/ai/train"),
+        ("localhost:5000/x", "localhost:5000/x"),
+        ("[fd00::1]:5000/x:1", "[fd00::1]:5000/x"),
+        ("registry.example.com/ai/train:1.0@sha256:" + "ab" * 32, "registry.example.com/ai/train"),
+        ("train:2@sha256:" + "0" * 64, "train"),
+    ],
+)
+def test_image_repository_drops_tag_and_digest_and_keeps_a_port(reference: str, repository: str) -> None:
+    assert F.image_repository(reference) == repository
+
+
+def test_image_repository_agrees_with_the_reference_grammar() -> None:
+    for reference in VALID[F.IMAGE]:
+        m = F._IMAGE.fullmatch(reference)
+        assert m is not None, reference
+        name = (m.group("domain") + "/" if m.group("domain") else "") + m.group("remote")
+        assert F.image_repository(reference) == name, reference
+        assert F.problem(F.IMAGE, F.with_tag(name, "buildcache")) is None
+
+
+def test_component_images_are_named_as_the_release_and_swr_name_them() -> None:
+    assert F.release_image_tag("7.3.0") == "v7.3.0"
+    assert F.volcano_image_tag("1.9.0") == "v1.9.0"
+    assert F.volcano_image_tag("1.12.0", "26.1.0") == "v1.12.0-v26.1.0"
+    assert F.component_image_reference("volcanosh/vc-scheduler", "v1.9.0") == "volcanosh/vc-scheduler:v1.9.0"
+    assert F.component_image_reference("clusterd", "v7.3.0") == "clusterd:v7.3.0"
+    for registry in ("registry.example.com/mindx", "registry.example.com/mindx/"):
+        reference = F.component_image_reference("volcanosh/vc-scheduler", "v1.9.0-v7.3.0", registry)
+        assert reference == "registry.example.com/mindx/vc-scheduler:v1.9.0-v7.3.0"
+    for registry in VALID[F.REGISTRY]:
+        reference = F.component_image_reference("volcanosh/vc-controller-manager", "v1.9.0", registry)
+        assert F.problem(F.IMAGE, reference) is None, reference
 
 
 # --- reading files ----------------------------------------------------------------------------------------

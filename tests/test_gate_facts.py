@@ -11,7 +11,7 @@ from typing import Any, List, Optional
 
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import EXAMPLE_FILES, EXAMPLES
 from test_rules import DELETE, J, profile_with
 
 from resumable.plan import build_plan
@@ -22,7 +22,7 @@ ESCALATION = "a fault on the rank-0 pod escalates to job-level rescheduling"
 
 
 def example(name: str) -> Any:
-    return yaml.safe_load((ROOT / "examples" / f"{name}.yaml").read_text(encoding="utf-8"))
+    return yaml.safe_load((EXAMPLES / f"{name}.yaml").read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize(
@@ -92,7 +92,7 @@ def test_rules_and_builders_agree_on_what_can_be_deployed(release: str) -> None:
         assert bool(ruled) == bool(built), f"{where}: rules {ruled} but builders {built}"
 
 
-@pytest.mark.parametrize("name", [p.stem for p in sorted((ROOT / "examples").glob("*.yaml"))])
+@pytest.mark.parametrize("name", [p.stem for p in EXAMPLE_FILES])
 def test_the_gate_computes_each_jobs_facts_once(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     import resumable.facts as facts
     from resumable.api import load_plan
@@ -105,7 +105,7 @@ def test_the_gate_computes_each_jobs_facts_once(monkeypatch: pytest.MonkeyPatch,
         return real(profile, index)
 
     monkeypatch.setattr(facts, "job_facts", counted)
-    plan = load_plan(str(ROOT / "examples" / f"{name}.yaml"))
+    plan = load_plan(str(EXAMPLES / f"{name}.yaml"))
     assert sorted(calls) == list(range(len(plan.jobs)))
 
 

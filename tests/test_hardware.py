@@ -9,7 +9,7 @@ from typing import Any, Dict, List
 
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import EXAMPLES
 
 from resumable import cli
 from resumable import hardware as H
@@ -19,7 +19,7 @@ from resumable.docsgen import profile_markdown
 from resumable.errors import ProfileError
 from resumable.versions import Version
 
-EXAMPLE = ROOT / "examples" / "pytorch-process-recovery.yaml"
+EXAMPLE = EXAMPLES / "pytorch-process-recovery.yaml"
 
 
 def example(**cluster: Any) -> Dict[str, Any]:
@@ -123,7 +123,7 @@ def test_support_matrix_is_in_the_schema(capsys: pytest.CaptureFixture[str]) -> 
 def test_budget_says_when_a_rung_saves_next_to_nothing() -> None:
     """Pod-level at 34.4 min against 34.5 min job-level (half the 60 min checkpoint interval
     dominates) was shown without a word."""
-    doc: Dict[str, Any] = yaml.safe_load((ROOT / "examples" / "pytorch-pod-rescheduling.yaml").read_text("utf-8"))
+    doc: Dict[str, Any] = yaml.safe_load((EXAMPLES / "pytorch-pod-rescheduling.yaml").read_text("utf-8"))
     doc["jobs"][0]["checkpoint"] = {"interval_minutes": 60}
     plan = load_plan_text(yaml.safe_dump(doc), "p.yaml")
     budget = plan.jobs[0].budget

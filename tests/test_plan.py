@@ -11,7 +11,7 @@ from typing import Any, Dict, List
 
 import pytest
 import yaml
-from conftest import EXAMPLES, ROOT
+from conftest import EXAMPLE_FILES, EXAMPLES
 
 from resumable.api import PlanError, load_plan
 from resumable.errors import ProfileError
@@ -456,7 +456,7 @@ def test_item6_acknowledge_names_warning_rules_only() -> None:
 
 def test_item6_strict_passes_on_every_example() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "resumable", "validate", "--strict", *sorted(str(p) for p in EXAMPLES.glob("*.yaml"))],
+        [sys.executable, "-m", "resumable", "validate", "--strict", *[str(p) for p in EXAMPLE_FILES]],
         capture_output=True,
         text=True,
     )
@@ -534,7 +534,7 @@ def _detect(job: JobPlan, level: str) -> float:
 
 @pytest.mark.parametrize("interval", [None, 1, 10])
 def test_the_budget_detects_within_the_monitor_interval(interval: Any) -> None:
-    doc = yaml.safe_load((ROOT / "examples" / "pytorch-process-recovery.yaml").read_text(encoding="utf-8"))
+    doc = yaml.safe_load((EXAMPLES / "pytorch-process-recovery.yaml").read_text(encoding="utf-8"))
     doc["jobs"][0]["recovery"]["monitor_interval"] = interval
     job = build_plan(parse_profile(yaml.safe_dump(doc), "x"), "x").jobs[0]
     expected = 5.0 if interval is None else float(interval)  # unset: torchrun's default, at most RTO 表2's 5 s

@@ -38,7 +38,7 @@ from typing import Any, Callable, Counter, Dict, List
 
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import EXAMPLE_FILES
 
 from resumable import cli
 from resumable.api import PlanError, plan_profile
@@ -64,7 +64,7 @@ if PROFILE_NAME not in ("ci", "dev"):
     PROFILE_NAME = "ci" if os.environ.get("CI") else "dev"
 PROFILE_SETTINGS = settings.get_profile(PROFILE_NAME)
 
-EXAMPLES = [yaml.safe_load(p.read_text(encoding="utf-8")) for p in sorted((ROOT / "examples").glob("*.yaml"))]
+EXAMPLE_DOCS = [yaml.safe_load(p.read_text(encoding="utf-8")) for p in EXAMPLE_FILES]
 
 # Real version strings seen across the Ascend stack (MindCluster, CANN, HDK, torch_npu, frameworks, Volcano, k8s).
 VERSIONS = [
@@ -304,7 +304,7 @@ class Gen:
 @st.composite
 def profile_documents(draw: st.DrawFn) -> Dict[str, Any]:
     if draw(st.integers(0, 9)) < 9:
-        doc: Dict[str, Any] = copy.deepcopy(draw(st.sampled_from(EXAMPLES)))
+        doc: Dict[str, Any] = copy.deepcopy(draw(st.sampled_from(EXAMPLE_DOCS)))
         gen = Gen(draw, draw(st.sampled_from([0, 0, 0, 25])))
         for _ in range(draw(st.sampled_from([0, 1, 1, 1, 2, 3]))):
             gen.edit(doc, Profile)

@@ -13,7 +13,7 @@ from typing import Any, Iterator, List, Tuple
 
 import pytest
 import yaml
-from conftest import EXAMPLES, ROOT
+from conftest import EXAMPLE_FILES, EXAMPLES, ROOT
 
 from resumable import envowners
 from resumable import releases as R
@@ -71,7 +71,7 @@ def test_tables_cite_known_sources() -> None:
 
 def _variants() -> Iterator[Tuple[str, Any]]:
     """Profiles that between them produce every kind of plan note."""
-    for path in sorted(EXAMPLES.glob("*.yaml")):
+    for path in EXAMPLE_FILES:
         yield path.name, load_profile(str(path))
     base = yaml.safe_load((EXAMPLES / "pytorch-process-recovery.yaml").read_text())
 

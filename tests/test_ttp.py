@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 import pytest
-from conftest import EXAMPLES, example_doc, plan_of_doc
+from conftest import EXAMPLE_FILES, EXAMPLES, example_doc, plan_of_doc
 
 from resumable.plan.model import JobPlan
 
@@ -61,7 +61,7 @@ def test_a_pod_level_only_job_has_no_ttp_anywhere() -> None:
     assert set(ttp_views(job)) == {None}, ttp_views(job)
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.glob("*.yaml")))
+@pytest.mark.parametrize("name", [p.name for p in EXAMPLE_FILES])
 def test_every_example_states_ttp_the_same_everywhere(name: str) -> None:
     doc = example_doc(name)
     for job_doc in doc["jobs"]:

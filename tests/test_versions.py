@@ -5,10 +5,10 @@ from __future__ import annotations
 import ast
 import contextlib
 import itertools
-from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 import pytest
+from conftest import ROOT
 
 from resumable import releases as R
 from resumable.versions import Version, VersionError, is_version, parse
@@ -370,6 +370,14 @@ def test_adapter_style_is_told_from_pip_style() -> None:
     assert not R.is_adapter_style(Version("2.1.0.post8"))
 
 
+def test_the_release_an_upgrade_to_a_gate_comes_from() -> None:
+    assert R.last_stack_release_without(R.MERGED_DEVICE_PLUGIN) == "26.0.0"
+    assert R.last_stack_release_without(R.NODED_HOST_NETWORK) == "7.3.0"
+    assert R.last_stack_release_without(R.FULL_FAULT_PATHS) == "6.0.0"
+    with pytest.raises(ValueError):
+        R.last_stack_release_without(R.TOR_AFFINITY)  # every deployable release has it
+
+
 # --- one version-gate system ----------------------------------------------------------------------------
 
 _ORDERING = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
@@ -383,20 +391,100 @@ def _is_version_call(node: ast.AST) -> bool:
     return name in ("Version", "parse")
 
 
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of ``scope`` outside the functions, classes and lambdas nested in it."""
+    stack = list(ast.iter_child_nodes(scope))
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, _SCOPES):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _is_since(node: ast.AST) -> bool:
+    """``<gate>.since``: a release a :class:`resumable.releases.Gate` names."""
+    return isinstance(node, ast.Attribute) and node.attr == "since"
+
+
+def _unwrap(node: ast.AST) -> ast.AST:
+    """The version an operand reads a part of (``Version("7.3").major_minor``, ``v.release[0]``)."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)) and not _is_since(node):
+        node = node.value
+    return node
+
+
+def _is_fixed_version(node: ast.AST, names: Set[str]) -> bool:
+    """A version fixed in the code, or a part of one: ``Version``/``parse`` of a literal or of a gate's
+    ``.since``, a gate's ``.since`` itself, or a name in ``names`` (bound to one of those in its scope)."""
+    node = _unwrap(node)
+    if isinstance(node, ast.Call) and _is_version_call(node):
+        return bool(node.args) and (isinstance(node.args[0], ast.Constant) or _is_since(node.args[0]))
+    return _is_since(node) or (isinstance(node, ast.Name) and node.id in names)
+
+
+def _fixed_names(scope: ast.AST, outer: Set[str]) -> Set[str]:
+    """The names ``scope`` binds to a fixed version, and only to one (a name also bound to anything
+    else there, a parameter, a loop or ``with`` target, an import, is left out), with those of
+    ``outer`` it does not rebind."""
+    bound: Dict[str, List[Optional[ast.expr]]] = {}  # None: bound to something not followed
+    given: Set[int] = set()  # the Name nodes an assignment gives a value
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        for arg in ast.walk(scope.args):
+            if isinstance(arg, ast.arg):
+                bound.setdefault(arg.arg, []).append(None)
+    nodes = list(_own_nodes(scope))
+    for node in nodes:
+        targets: List[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets = [node.target]
+        for target in targets:
+            if isinstance(target, ast.Name) and isinstance(node, (ast.Assign, ast.AnnAssign)):
+                bound.setdefault(target.id, []).append(node.value)
+                given.add(id(target))
+    for node in nodes:
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and id(node) not in given:
+            bound.setdefault(node.id, []).append(None)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                bound.setdefault((alias.asname or alias.name).split(".")[0], []).append(None)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.setdefault(node.name, []).append(None)
+    names = {n for n in outer if n not in bound}
+    while True:  # a name bound to another fixed name is fixed too
+        more = {n for n, values in bound.items() if all(v is not None and _is_fixed_version(v, names) for v in values)}
+        if more <= names:
+            return names
+        names |= more
+
+
 def inline_version_comparisons(source: str) -> List[int]:
-    """Lines of ``source`` that compare against a version parsed on the spot: an ordering
-    (``<``, ``>=`` ...) with a ``Version(...)`` operand, or any comparison with ``Version("literal")``.
-    Equality of two parsed inputs (``Version(wanted) == Version(found)``) is not a gate."""
-    out = []
-    for node in ast.walk(ast.parse(source)):
-        if not isinstance(node, ast.Compare):
-            continue
-        operands = [node.left, *node.comparators]
-        calls = [o for o in operands if _is_version_call(o)]
-        literal = any(isinstance(c, ast.Call) and c.args and isinstance(c.args[0], ast.Constant) for c in calls)
-        if calls and (literal or any(isinstance(op, _ORDERING) for op in node.ops)):
-            out.append(node.lineno)
-    return out
+    """Lines of ``source`` that compare against a version parsed on the spot or fixed in the code: an
+    ordering (``<``, ``>=`` ...) with a ``Version(...)`` operand, or any comparison with a fixed version
+    (``Version("literal")``, ``parse(GATE.since)``, ``GATE.since`` or a name bound only to one of those
+    in its function, class or module). Comparisons of two parsed inputs by equality
+    (``Version(wanted) == Version(found)``) or of names holding inputs (``declared < table.release``)
+    are not gates; an attribute holding a fixed version (``self.floor``) is not followed."""
+    tree = ast.parse(source)
+    out: List[int] = []
+    module_names = _fixed_names(tree, set())
+    scopes: List[Tuple[ast.AST, Set[str]]] = [(tree, module_names)]
+    scopes += [(s, _fixed_names(s, module_names)) for s in ast.walk(tree) if isinstance(s, _SCOPES)]
+    for scope, names in scopes:
+        for node in _own_nodes(scope):
+            if not isinstance(node, ast.Compare):
+                continue
+            operands = [node.left, *node.comparators]
+            called = any(_is_version_call(_unwrap(o)) for o in operands)
+            if any(_is_fixed_version(o, names) for o in operands) or (
+                called and any(isinstance(op, _ORDERING) for op in node.ops)
+            ):
+                out.append(node.lineno)
+    return sorted(out)
 
 
 def test_the_finder_finds_inline_comparisons() -> None:
@@ -406,15 +494,34 @@ def test_the_finder_finds_inline_comparisons() -> None:
     assert inline_version_comparisons("ok = Version(a) == Version(b)\nok = at_least(v, GATE)\n") == []
 
 
+def test_the_finder_follows_names_bound_to_a_fixed_version() -> None:
+    found = inline_version_comparisons
+    assert found("FLOOR = Version('7.3.0')\ndef f(v):\n    return v >= FLOOR\n") == [3]
+    assert found("def f(v):\n    floor = parse(R.TASKD_MANAGER.since)\n    return floor <= v\n") == [3]
+    assert found("def f(v):\n    return v > R.TASKD_MANAGER.since\n") == [2]
+    assert found("def f(v):\n    return v < Version(GATE.since)\n") == [2]
+    assert found("a = Version('1.0')\nb = a\nok = v != b\n") == [3]
+    assert found("ok = v.major_minor < Version('7.3').major_minor\nok = Version(x).release[0] >= 5\n") == [1, 2]
+    assert found("ok = v == (lambda: Version('1.0'))()\n") == []  # not followed into calls
+    # inputs, not gates: parsed or looked up at run time
+    assert found("def f(a, table):\n    declared = parse(a)\n    return declared < table.release\n") == []
+    assert found("def f(a, b):\n    v = parse(a)\n    w = parse(b)\n    return v == w\n") == []
+    # a name fixed in one function is an input in another, or rebound: not followed
+    assert found("def f():\n    v = Version('1.0')\ndef g(v, w):\n    return v < w\n") == []
+    assert found("def f(x, w):\n    v = Version('1.0')\n    v = parse(x)\n    return v < w\n") == []
+    assert found("def f(x, w):\n    v = parse('1.0')\n    for v in x:\n        pass\n    return v == w\n") == []
+    assert found("FLOOR = Version('1.0')\ndef f(v, FLOOR):\n    return v < FLOOR\n") == []
+    assert found("FLOOR = Version('1.0')\ndef f(v, x):\n    with x as FLOOR:\n        return v < FLOOR\n") == []
+
+
 def test_no_inline_version_comparison_outside_releases_and_versions() -> None:
     """Every release comparison is a named, cited Gate of resumable/releases.py (issue 17)."""
-    root = Path(__file__).resolve().parent.parent
-    allowed = {root / "resumable/releases.py", root / "resumable/versions.py"}
-    files = sorted((root / "resumable").rglob("*.py")) + sorted((root / "resumable_pulumi").rglob("*.py"))
-    files.append(root / "__main__.py")
+    allowed = {ROOT / "resumable/releases.py", ROOT / "resumable/versions.py"}
+    files = sorted((ROOT / "resumable").rglob("*.py")) + sorted((ROOT / "resumable_pulumi").rglob("*.py"))
+    files.append(ROOT / "__main__.py")
     assert len(files) > 50
     found = {
-        str(p.relative_to(root)): lines
+        str(p.relative_to(ROOT)): lines
         for p in files
         if p not in allowed
         for lines in [inline_version_comparisons(p.read_text(encoding="utf-8"))]

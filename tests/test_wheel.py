@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Dict, Iterator, List, NamedTuple, Optional
 
 import pytest
-from conftest import ROOT
+from conftest import EXAMPLES, ROOT
 
 import resumable
 from resumable.api import load_plan
@@ -178,7 +178,7 @@ def test_the_venv_imports_the_installed_package_only(installed: Installed) -> No
 
 def _profile(work: Path) -> Path:
     """examples/pytorch-process-recovery.yaml with a base image and vendor wheel files of its own."""
-    text = (ROOT / "examples" / "pytorch-process-recovery.yaml").read_text()
+    text = (EXAMPLES / "pytorch-process-recovery.yaml").read_text()
     # the example names an example registry's base image (issue 15): a local one here
     text = re.sub(r"(?m)^      base: .*$", "      base: localhost/base:1", text, count=1)
     (work / "wheels").mkdir(exist_ok=True)
@@ -198,7 +198,7 @@ def _profile(work: Path) -> Path:
 
 def test_validate_plan_render_from_the_wheel(installed: Installed) -> None:
     examples = installed.work / "examples"
-    shutil.copytree(ROOT / "examples", examples)
+    shutil.copytree(EXAMPLES, examples)
     done = run(installed, "validate", *sorted(str(p) for p in examples.glob("*.yaml")))
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("OK ") == len(list(examples.glob("*.yaml")))
@@ -233,7 +233,7 @@ def test_launch_dry_run_from_the_wheel(installed: Installed) -> None:
     (framework / "torchrun").chmod(0o755)
     env = dict(installed.env, RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT="29500", MINDX_TASK_ID="t1")
     env["PATH"] = "%s%s%s" % (framework, os.pathsep, env.get("PATH", ""))
-    profile = ROOT / "examples" / "job-level-minimal.yaml"
+    profile = EXAMPLES / "job-level-minimal.yaml"
     local = installed.work / "job-level-minimal.yaml"
     local.write_bytes(profile.read_bytes())
     logs = installed.work / "logs"

@@ -9,20 +9,19 @@ from typing import Any, List
 
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import EXAMPLE_FILES
 
 from resumable import safeyaml, yamlio
 from resumable.api import load_plan
 from resumable.errors import ProfileError
 from resumable.manifests import build_deployment
 
-EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 needs_libyaml = pytest.mark.skipif(not getattr(yaml, "__with_libyaml__", False), reason="PyYAML built without libyaml")
 
 
 def _objects() -> List[Any]:
     out: List[Any] = []
-    for path in EXAMPLES:
+    for path in EXAMPLE_FILES:
         out.extend(build_deployment(load_plan(str(path), False)).objects())
     return out
 
@@ -87,7 +86,7 @@ def test_both_loaders_keep_every_limit(monkeypatch: pytest.MonkeyPatch, pure: st
     assert fragment in str(info.value)
 
 
-@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", EXAMPLE_FILES, ids=lambda p: p.name)
 def test_both_loaders_read_the_same_data(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     fast = safeyaml.load(text, str(path), safeyaml.PROFILE, ProfileError, "x")

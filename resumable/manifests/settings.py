@@ -70,9 +70,8 @@ def check_images(images: Mapping[str, str]) -> Dict[str, str]:
 def volcano_tag(volcano: str, release: str, registry: str) -> str:
     """``v1.9.0`` up to 26.0 (local retagged name); ``v1.9.0-v26.1.0`` from 26.1 and on SWR, where the
     Volcano tag embeds the MindCluster release (INST05; HELM values 26.1)."""
-    if registry or traits(release).volcano_release_tags:
-        return f"v{volcano}-v{release}"
-    return f"v{volcano}"
+    embedded = bool(registry) or traits(release).volcano_release_tags
+    return F.volcano_image_tag(volcano, release if embedded else None)
 
 
 class Settings:
@@ -89,14 +88,11 @@ class Settings:
         if component in self._images:
             return self._images[component]
         registry = self.plan.image_registry.rstrip("/")
-        name = LOCAL_IMAGE_NAMES[component]
         if component in VOLCANO_COMPONENTS:
             tag = volcano_tag(self.plan.volcano_version, self.plan.release, registry)
         else:
-            tag = f"v{self.plan.release}"
-        if registry:
-            name = f"{registry}/{name.rsplit('/', 1)[-1]}"
-        return f"{name}:{tag}"
+            tag = F.release_image_tag(self.plan.release)
+        return F.component_image_reference(LOCAL_IMAGE_NAMES[component], tag, registry)
 
     def pull_policy(self, component: str) -> str:
         """The plan's policy, else the manifests' default: ``IfNotPresent`` for Volcano, ``Never``

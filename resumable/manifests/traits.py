@@ -20,9 +20,10 @@ class Traits(NamedTuple):
     #: profiling paths; ClusterD mounts its customisation and slow-node dirs and watches
     #: AscendJobs; operator may use statefulsets.
     full_fault_paths: bool
-    #: :data:`~resumable.releases.VOLCANO_73_SCHEDULER`: init-params self-maintain-available-card and
-    #: forceEnqueue, the 1.9.0 bindings rule and --percentage-nodes-to-find=100.
-    volcano_73_scheduler: bool
+    #: :data:`~resumable.releases.VOLCANO_SELF_MAINTAINED_CARDS`: init-params
+    #: self-maintain-available-card and forceEnqueue, the 1.9.0 bindings rule and
+    #: --percentage-nodes-to-find=100.
+    volcano_self_maintained_cards: bool
     #: :data:`~resumable.releases.NODED_HOST_NETWORK`: NodeD on the host network, reading nodes.
     noded_host_network: bool
     #: :data:`~resumable.releases.OPERATOR_PATCHES_PODS`
@@ -57,7 +58,7 @@ def traits(release: str) -> Traits:
     return Traits(
         release=release,
         full_fault_paths=R.at_least(v, R.FULL_FAULT_PATHS),
-        volcano_73_scheduler=R.at_least(v, R.VOLCANO_73_SCHEDULER),
+        volcano_self_maintained_cards=R.at_least(v, R.VOLCANO_SELF_MAINTAINED_CARDS),
         noded_host_network=R.at_least(v, R.NODED_HOST_NETWORK),
         operator_patches_pods=R.at_least(v, R.OPERATOR_PATCHES_PODS),
         clusterd_config_cm=R.at_least(v, R.CLUSTERD_CONFIG_CM),

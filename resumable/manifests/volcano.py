@@ -53,11 +53,11 @@ def default_init_params(release: str) -> Dict[str, str]:
         "useClusterInfoManager": "true",
     }
     t = traits(release)
-    if t.volcano_73_scheduler:
+    if t.volcano_self_maintained_cards:
         params["self-maintain-available-card"] = "true"
     params["super-pod-size"] = "48"
     params["reserve-nodes"] = "2"
-    if t.volcano_73_scheduler:
+    if t.volcano_self_maintained_cards:
         params["forceEnqueue"] = "true"
     if R.at_least(Version(release), R.PREFER_PREVIOUS_NODE):
         params["prefer-previous-node"] = "true"
@@ -143,7 +143,7 @@ def scheduler_rules(volcano: str, release: str) -> List[Rule]:
         rules.append(([""], ["pods", "pods/status"], pod_verbs))
     rules.append(([""], ["pods/binding"], ["create"]))
     # 6.0.0's Volcano 1.9.0 manifest lacks the bindings rule its later builds carry.
-    if v19 and traits(release).volcano_73_scheduler:
+    if v19 and traits(release).volcano_self_maintained_cards:
         rules.append(([""], ["bindings"], ["create"]))
     storage = ["storageclasses", "csinodes", "csidrivers", "csistoragecapacities"]
     if v112:
@@ -317,7 +317,7 @@ def scheduler_flags(s: Settings) -> List[str]:
             "--schedule-period=1s",
         ]
     # --percentage-nodes-to-find=100 (score every node) is in the 1.9/1.12 manifests from 7.3.0.
-    if is_112(vv) or (is_19(vv) and s.t.volcano_73_scheduler):
+    if is_112(vv) or (is_19(vv) and s.t.volcano_self_maintained_cards):
         flags.append("--percentage-nodes-to-find=100")
     if is_112(vv):
         flags.append("--node-worker-threads=20")

@@ -44,7 +44,8 @@ def _agent_detect(f: JobFacts, what: str, source: str) -> BudgetTerm:
     """Detection where the in-container agent watches the training processes. torchrun's agent looks at
     its workers once per monitor interval (TORCH elastic/agent/server/api.py _invoke_run), so a failed
     process is seen between 0 and one interval after the fault: the term is the interval, the most it
-    takes (the profile's monitor_interval; unset, torchrun's own default, at most the 5 s of RTO 表2)."""
+    takes: the profile's monitor_interval; unset, torchrun's own default (0.1 s in torch 2.13, 5 s in older
+    torch), counted as its upper bound, the 5 s RTO 表2 gives (C.MONITOR_INTERVAL_DEFAULT)."""
     job = f.job
     if job.launcher == "msrun":
         return BudgetTerm("detect", AGENT_DETECT, what, source)

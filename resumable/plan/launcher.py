@@ -33,10 +33,13 @@ def hang_timeout(f: JobFacts) -> Tuple[int, Note]:
 
     The profile's ``recovery.hang_timeout`` when set. Otherwise the larger of the floor
     (C.HANG_FLOOR_SECONDS: a healthy process on a loaded node, importing torch or starved of CPU, must
-    never look hung) and three agent monitor intervals (the agent's own tick, torch's 0.1 s counted as
-    1 s). It should stay below the collective timeout (HCCL_EXEC_TIMEOUT, CANN's 1836 s when unset,
-    0 = never): the hung rank's peers wait in a collective, and when their timeout ends the job first
-    the healthy peer is the one that fails; the floor is kept even then, and the note says so."""
+    never look hung) and three agent monitor intervals (the agent's own tick). An unset
+    ``recovery.monitor_interval`` (torchrun's own default: 0.1 s in torch 2.13, 5 s in older torch)
+    counts as 1 s, so the floor decides (as it would at older torch's 5 s: 3 x 5 s is below it).
+
+    It should stay below the collective timeout (HCCL_EXEC_TIMEOUT, CANN's 1836 s when unset, 0 =
+    never): the hung rank's peers wait in a collective, and when their timeout ends the job first the
+    healthy peer is the one that fails; the floor is kept even then, and the note says so."""
     job = f.job
     r = job.recovery
     execute = job.hccl.exec_timeout if job.hccl.exec_timeout is not None else C.HCCL_EXEC_TIMEOUT_DEFAULT

@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 import pulumi
 import yaml
-from conftest import ROOT
+from conftest import EXAMPLES, ROOT
 from pulumi.runtime.mocks import MockMonitor
 
 from . import pulumi_config
@@ -218,7 +218,7 @@ def example_profile(name: str, tmp_path: Path) -> Path:
     """examples/<name>.yaml as a user deploys it: copied with the vendor wheel files it names
     created beside it (files the test writes, not vendor artefacts) and each ``sha256`` replaced
     by the sum of that file, as the example's comment asks."""
-    doc = yaml.safe_load((ROOT / "examples" / f"{name}.yaml").read_text(encoding="utf-8"))
+    doc = yaml.safe_load((EXAMPLES / f"{name}.yaml").read_text(encoding="utf-8"))
     target = tmp_path / "profiles" / f"{name}.yaml"
     for job in doc.get("jobs") or []:
         for entry in ((job.get("image") or {}).get("wheels") or {}).values():

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import EXAMPLES, ROOT
 
 from resumable.cli import main as resumable_main
 
 from . import check_rendered
 
 SCRIPT = ROOT / "tests" / "manifests" / "check_rendered.py"
-EXAMPLE = ROOT / "examples" / "pytorch-process-recovery.yaml"
+EXAMPLE = EXAMPLES / "pytorch-process-recovery.yaml"
 
 
 @pytest.fixture()

@@ -9,7 +9,7 @@ from typing import Any, Dict
 import pulumi
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import EXAMPLES
 
 from .pulumi_config import ConfigError
 from .pulumi_mocks import MOCKS, install_program, reset, run_program, shipped_config
@@ -146,7 +146,7 @@ def test_profile_that_does_not_bind(monkeypatch: Any, tmp_path: Path) -> None:
 
 
 def test_invalid_profile_lists_its_violations(monkeypatch: Any, tmp_path: Path) -> None:
-    profile = yaml.safe_load((ROOT / "examples" / "pytorch-process-recovery.yaml").read_text())
+    profile = yaml.safe_load((EXAMPLES / "pytorch-process-recovery.yaml").read_text())
     recovery = profile["jobs"][0]["recovery"]
     recovery["restart_policy"] = "OnFailure"  # fault-retry-times needs Never (YAMLCFG)
     profile["jobs"][0]["volumes"] = [{"name": "code", "mount_path": "/dev/shm", "host_path": "/data"}]

@@ -12,11 +12,11 @@ from typing import Any, Dict
 
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import EXAMPLES, FIXTURES
 
 from .pulumi_mocks import MOCKS, pulumi_test, reset, settled
 
-sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "runtime"))
+sys.path.insert(0, str(FIXTURES / "runtime"))
 
 import build_fixtures
 
@@ -36,7 +36,7 @@ def profile_with_wheels(tmp_path: Path) -> Path:
     wheels.mkdir()
     taskd = build_fixtures.build_taskd(str(wheels))
     mindio = build_fixtures.build_mindio_ttp(str(wheels))
-    doc = yaml.safe_load((ROOT / "examples" / "pytorch-process-recovery.yaml").read_text(encoding="utf-8"))
+    doc = yaml.safe_load((EXAMPLES / "pytorch-process-recovery.yaml").read_text(encoding="utf-8"))
     image = doc["jobs"][0]["image"]
     image["base"] = "registry.example.com/ascend/pytorch:2.7.1"
     image["wheels"] = {

@@ -13,7 +13,7 @@ from typing import Any, Dict, List
 
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import EXAMPLE_FILES, EXAMPLES
 
 from resumable import yamlio
 from resumable.api import job_plan, load_plan, load_plan_text
@@ -21,8 +21,6 @@ from resumable.cli import main
 from resumable.errors import ResumableError
 from resumable.manifests import build_deployment
 from resumable.manifests.deployment import JOBS_STAGE, job_profile_texts
-
-EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 
 #: A profile of many jobs written the ways users write them: comments, an anchor in one job used by
 #: the others (as benchmarks/render_scale.py does), a merge key from the first job, flow
@@ -96,7 +94,7 @@ def assert_each_job_plans_alone_as_in_the_whole(path: Path, text: str) -> Dict[s
     return texts
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("example", EXAMPLE_FILES, ids=lambda p: p.stem)
 def test_every_example_job_plans_from_its_own_profile_as_from_the_whole(example: Path) -> None:
     assert_each_job_plans_alone_as_in_the_whole(example, example.read_text())
 
@@ -165,7 +163,7 @@ def test_doctor_in_the_pod_reads_the_rendered_profile_as_the_whole(
 ) -> None:
     """What a pod sees: the rendered ConfigMap's profile.yaml at $RESUMABLE_PROFILE and the job in
     $RESUMABLE_JOB; `resumable doctor` checks there what it checks with the whole profile and --job."""
-    example = ROOT / "examples" / "pytorch-process-recovery.yaml"
+    example = EXAMPLES / "pytorch-process-recovery.yaml"
     assert main(["render", str(example), "--out", str(tmp_path / "out")]) == 0
     capsys.readouterr()
     (cm,) = [

@@ -13,7 +13,7 @@ from typing import Any, Dict, List
 
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import EXAMPLE_FILES, EXAMPLES
 
 from resumable.api import load_plan_text
 from resumable.cli import main
@@ -23,7 +23,7 @@ from .crdschema import validate_cr
 from .facts import first, load_objects
 from .upstream import release_dir
 
-EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.yaml"))
+EXAMPLE_NAMES = [p.stem for p in EXAMPLE_FILES]
 #: examples whose MindCluster release folder holds the CRD their job must satisfy
 RELEASE_OF = {
     "job-level-minimal": "6.0.0",
@@ -75,12 +75,12 @@ def upstream_crd(release: str, kind: str) -> Dict[str, Any]:
     return first(load_objects(root / "volcano-v1.9.0.yaml"), "CustomResourceDefinition", "jobs.batch.volcano.sh")
 
 
-@pytest.mark.parametrize("example", EXAMPLES)
+@pytest.mark.parametrize("example", EXAMPLE_NAMES)
 def test_rendered_job_validates_against_the_upstream_crd(example: str, tmp_path: Path) -> None:
-    objs = render(ROOT / "examples" / f"{example}.yaml", tmp_path / "out")
+    objs = render(EXAMPLES / f"{example}.yaml", tmp_path / "out")
     job = the_job(objs)
     assert validate_cr(job, upstream_crd(RELEASE_OF[example], job["kind"])) == []
-    profile = yaml.safe_load((ROOT / "examples" / f"{example}.yaml").read_text())
+    profile = yaml.safe_load((EXAMPLES / f"{example}.yaml").read_text())
     spec = profile["jobs"][0]
     for name, pod in pod_specs(job).items():
         (container,) = pod["containers"]
@@ -108,7 +108,7 @@ def test_rendered_job_validates_against_the_upstream_crd(example: str, tmp_path:
         assert mounts_of(pod)["/dev/shm"].startswith("emptyDir")
     profile_cm = next(o for o in objs if o["metadata"]["name"] == f"resumable-profile-{spec['name']}")
     # the job's own profile: every setting of the example, with this job alone under jobs
-    whole = yaml.safe_load((ROOT / "examples" / f"{example}.yaml").read_text())
+    whole = yaml.safe_load((EXAMPLES / f"{example}.yaml").read_text())
     assert yaml.safe_load(profile_cm["data"]["profile.yaml"]) == {**whole, "jobs": [spec]}
 
 
@@ -124,7 +124,7 @@ def test_process_recovery_mounts_the_shared_cache_everywhere(example: str, tmp_p
     (MCD:.../fault-tolerance/ranktable/mindspore/Qwen3/yamls/ms_multinodes_acjob_superpod.yaml):
     not the ConfigMap itself, whose keys are symlinks TaskD's reader refuses
     (MC:component/taskd/taskd/python/toolkit/validator/file_process.py)."""
-    objs = render(ROOT / "examples" / f"{example}.yaml", tmp_path / "out")
+    objs = render(EXAMPLES / f"{example}.yaml", tmp_path / "out")
     job = the_job(objs)
     claims = {o["metadata"]["name"] for o in objs if o["kind"] == "PersistentVolumeClaim"}
     name = job["metadata"]["name"]
@@ -153,7 +153,7 @@ def test_process_recovery_mounts_the_shared_cache_everywhere(example: str, tmp_p
 
 
 def test_operator_before_7_0_gets_visible_devices_from_the_job(tmp_path: Path) -> None:
-    objs = render(ROOT / "examples" / "legacy-6.0-pod-rescheduling.yaml", tmp_path / "out")
+    objs = render(EXAMPLES / "legacy-6.0-pod-rescheduling.yaml", tmp_path / "out")
     for pod in pod_specs(the_job(objs)).values():
         env = env_of(pod["containers"][0])
         assert env["ASCEND_VISIBLE_DEVICES"] == {
@@ -165,7 +165,7 @@ def test_operator_before_7_0_gets_visible_devices_from_the_job(tmp_path: Path) -
 
 
 def variant(example: str, edit: Any) -> str:
-    doc = yaml.safe_load((ROOT / "examples" / f"{example}.yaml").read_text())
+    doc = yaml.safe_load((EXAMPLES / f"{example}.yaml").read_text())
     edit(doc["jobs"][0], doc)
     return yaml.safe_dump(doc, sort_keys=False)
 
@@ -286,7 +286,7 @@ def test_image_build_spec_names_the_wheels_and_the_reference() -> None:
 
 
 def test_deployment_stages_in_order() -> None:
-    text = (ROOT / "examples" / "pytorch-process-recovery.yaml").read_text()
+    text = (EXAMPLES / "pytorch-process-recovery.yaml").read_text()
     names = [s.name for s in deployment_of(text).stages]
     assert names[-3:] == ["workload-namespaces", "storage", "jobs"]
     assert names[0] == "namespaces"
@@ -295,7 +295,7 @@ def test_deployment_stages_in_order() -> None:
 def test_profile_text_is_read_from_the_plan_source() -> None:
     from resumable.api import load_plan
 
-    path = ROOT / "examples" / "job-level-minimal.yaml"
+    path = EXAMPLES / "job-level-minimal.yaml"
     objs = build_deployment(load_plan(str(path))).stage("jobs").objects
     cm = next(o for o in objs if o["metadata"]["name"] == "resumable-profile-bert-job-level")
     assert yaml.safe_load(cm["data"]["profile.yaml"]) == yaml.safe_load(path.read_text())
@@ -342,10 +342,10 @@ STRATEGY: Dict[str, Dict[str, Any]] = {
 }
 
 
-@pytest.mark.parametrize("example", EXAMPLES)
+@pytest.mark.parametrize("example", EXAMPLE_NAMES)
 def test_each_job_carries_what_its_strategy_requires(example: str, tmp_path: Path) -> None:
     want = STRATEGY[example]
-    job = the_job(render(ROOT / "examples" / f"{example}.yaml", tmp_path / "out"))
+    job = the_job(render(EXAMPLES / f"{example}.yaml", tmp_path / "out"))
     labels = job["metadata"]["labels"]
     assert {k: labels.get(k) for k in want["labels"]} == want["labels"]
     assert not [k for k in want["absent_labels"] if k in labels]
@@ -407,7 +407,7 @@ def test_a_queue_that_is_no_kubernetes_name_is_refused(
     queue: str, where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A Volcano Queue is a cluster-scoped object: its name is a DNS subdomain (KUBE object names)."""
-    doc = yaml.safe_load((ROOT / "examples" / "job-level-minimal.yaml").read_text())
+    doc = yaml.safe_load((EXAMPLES / "job-level-minimal.yaml").read_text())
     if where == "scheduler.queue":
         doc.setdefault("scheduler", {})["queue"] = queue
     else:

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import EXAMPLE_FILES, EXAMPLES
 
 from resumable import constants as C
 from resumable.api import job_plan, load_plan_text
@@ -25,21 +25,21 @@ from resumable.runtime.launch import build_spec
 
 from . import ascend_operator as op
 
-EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.yaml"))
+EXAMPLE_NAMES = [p.stem for p in EXAMPLE_FILES]
 
 
 def profile_text(example: str, nodes: int = 0) -> str:
-    doc = yaml.safe_load((ROOT / "examples" / f"{example}.yaml").read_text())
+    doc = yaml.safe_load((EXAMPLES / f"{example}.yaml").read_text())
     for job in doc["jobs"]:
         if nodes:
             job["nodes"] = nodes
         for wheel in job.get("image", {}).get("wheels", {}).values():
-            wheel["file"] = str(ROOT / "examples" / wheel["file"])
+            wheel["file"] = str(EXAMPLES / wheel["file"])
     return yaml.safe_dump(doc, sort_keys=False)
 
 
 #: every example as written, and generated ones: each example at 1 and 3 nodes
-PROFILES = [(e, 0) for e in EXAMPLES] + [(e, n) for e in EXAMPLES for n in (1, 3)]
+PROFILES = [(e, 0) for e in EXAMPLE_NAMES] + [(e, n) for e in EXAMPLE_NAMES for n in (1, 3)]
 
 
 def rendered(text: str) -> Tuple[JobPlan, Dict[str, Any]]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Tuple
 
 import pytest
+from conftest import ROOT
 
 from resumable.manifests import build_stack
 from resumable.releases import STACK_RELEASES
@@ -22,7 +23,7 @@ from .facts import Key, facts, key_of, load_objects
 from .plans import RESILIENCE_DEVICE_PLUGIN_ARGS, RESILIENCE_NODED_ARGS, scheduler_plan
 from .upstream import release_dir
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "scheduler.md"
+DOCS = ROOT / "docs" / "scheduler.md"
 COMBINATIONS = [(r, v) for r, s in STACK_RELEASES.items() for v in s.volcano]
 ARCH = "x86_64"  # the placeholder plugin name in the sources is ..._linux-x86_64
 RUNTIME = "docker"  # the sources mount the docker sockets (plus containerd and iSula)

@@ -13,7 +13,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Set
 
 import pulumi
 import pytest
-from conftest import ROOT
+from conftest import EXAMPLE_FILES, ROOT
 
 from .crdschema import validate_cr
 from .facts import first, load_objects
@@ -138,7 +138,7 @@ STACKS = [n for n in ALL_STACKS if n not in CLUSTER_STACKS]
 
 
 def test_one_stack_per_example() -> None:
-    examples = sorted(p.stem for p in (ROOT / "examples").glob("*.yaml"))
+    examples = [p.stem for p in EXAMPLE_FILES]
     assert sorted(STACKS) == examples
     assert sorted(EXPECTED) == examples
     for name in STACKS:

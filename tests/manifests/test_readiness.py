@@ -8,14 +8,14 @@ from typing import Any, Dict
 
 import pulumi
 import pytest
-from conftest import ROOT
+from conftest import EXAMPLES
 
 from resumable.api import load_plan
 from resumable_pulumi.readiness import check_nodes, selector
 
 from .pulumi_mocks import MOCKS, FakeNodes, install_program, reset, run_program, shipped_config
 
-PLAN = load_plan(str(ROOT / "examples" / "pytorch-process-recovery.yaml"))
+PLAN = load_plan(str(EXAMPLES / "pytorch-process-recovery.yaml"))
 MASTER = {"masterselector": "dls-master-node"}
 COMPUTE = {
     "workerselector": "dls-worker-node",

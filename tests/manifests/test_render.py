@@ -9,6 +9,7 @@ from typing import Any, List
 
 import pytest
 import yaml
+from conftest import EXAMPLE_FILES, EXAMPLES
 
 from resumable.fileio import MARKER, OutputError
 from resumable.manifests import build_stack
@@ -154,7 +155,7 @@ def test_cli_render_of_the_example(tmp_path: Path) -> None:
     """The acceptance scenario: resumable render examples/pytorch-process-recovery.yaml --out DIR."""
     from resumable import cli
 
-    example = Path(__file__).resolve().parents[2] / "examples" / "pytorch-process-recovery.yaml"
+    example = EXAMPLES / "pytorch-process-recovery.yaml"
     if not example.exists():
         pytest.skip("examples/pytorch-process-recovery.yaml not present")
     out = tmp_path / "stack"
@@ -199,8 +200,7 @@ def test_every_rendered_object_carries_the_recommended_labels() -> None:
     from resumable.api import load_plan
     from resumable.manifests import build_deployment
 
-    root = Path(__file__).resolve().parents[2]
-    for example in sorted((root / "examples").glob("*.yaml")):
+    for example in EXAMPLE_FILES:
         plan = load_plan(str(example))
         objs = build_deployment(plan).objects()
         for obj in objs:

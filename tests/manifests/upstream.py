@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-DEFAULT = Path(__file__).resolve().parents[2] / ".." / "shared" / "upstream"
+from conftest import UPSTREAM as DEFAULT
 
 
 def upstream_root() -> Path:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Dict
 
 import pytest
-from conftest import ROOT
+from conftest import EXAMPLES, ROOT
 
 from resumable import constants as C
 from resumable.api import job_plan, load_plan
@@ -243,6 +243,6 @@ def test_dockerfile_installs_vendor_wheels_only_from_files() -> None:
     # the names the recipe types are the project's constants
     assert "ENV %s=%s" % (C.ENV_RESUMABLE_PROFILE, C.PROFILE_PATH) in text
     assert "%s=${RESUMABLE_JOB}" % C.ENV_RESUMABLE_JOB in text
-    job = job_plan(load_plan(str(ROOT / "examples" / "pytorch-process-recovery.yaml")))
+    job = job_plan(load_plan(str(EXAMPLES / "pytorch-process-recovery.yaml")))
     assert set(re.findall(r"^ARG (\w+)", text, re.M)) == set(ctxmod.build_args(job)) | {"PYTHON"}
     assert (ROOT / "resumable" / "runtime" / "Dockerfile").resolve() == DOCKERFILE.resolve()

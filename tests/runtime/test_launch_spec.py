@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 import pytest
-from conftest import EXAMPLES
+from conftest import EXAMPLE_FILES, EXAMPLES
 
 from resumable import constants as C
 from resumable.api import job_plan, load_plan
@@ -113,7 +113,7 @@ def test_mindspore_manager_only_on_the_scheduler_pod(pod: Dict[str, str]) -> Non
     assert "only where they are equal" in out
 
 
-@pytest.mark.parametrize("example", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("example", EXAMPLE_FILES, ids=lambda p: p.stem)
 def test_every_example_prints_env_and_command(pod: Dict[str, str], example: Path) -> None:
     env = dict(pod, RANK="0", MS_SCHED_HOST="10.0.0.5", MS_SCHED_PORT="8118", MS_NODE_RANK="0", **POD)
     code, out, err = dry_run(example, env)

@@ -13,14 +13,14 @@ from pathlib import Path
 from typing import Dict, List
 
 import pytest
-from conftest import ROOT as REPO
+from conftest import FIXTURES
 
 from resumable.api import load_plan
 from resumable.plan.model import NodePlan
 from resumable.runtime import node_doctor as nd
 from resumable.runtime.doctor import Check
 
-PROFILE = REPO / "tests" / "fixtures" / "profiles" / "site.yaml"
+PROFILE = FIXTURES / "profiles" / "site.yaml"
 
 
 @pytest.fixture()
