@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import http.server
 import os
+import shutil
 import subprocess
 import sys
 import threading
