@@ -298,8 +298,9 @@ def image_repository(reference: str) -> str:
 def built_image_reference(job: str, release: str, registry: Optional[str] = None) -> str:
     """The reference of the image built for a job whose profile leaves ``image.name`` out:
     ``<registry>/<job>:<release>`` when the Pulumi stack pushes to ``imageRegistry``, else the local
-    ``ascend-resumable/<job>:<release>`` (``resumable render`` and the build spec)."""
-    return with_tag("%s/%s" % (registry or LOCAL_IMAGE_PREFIX, job), release)
+    ``ascend-resumable/<job>:<release>`` (``resumable render`` and the build spec). The registry
+    format allows a trailing ``/`` (``swr.example.com/ai/``); it is not doubled."""
+    return with_tag("%s/%s" % ((registry or LOCAL_IMAGE_PREFIX).rstrip("/"), job), release)
 
 
 def release_image_tag(release: str) -> str:

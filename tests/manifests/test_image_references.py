@@ -129,6 +129,10 @@ def test_render_and_pulumi_name_a_built_image_by_the_one_rule(tmp_path: Path, un
     assert default_image(unnamed, job) == "ascend-resumable/%s:%s" % (job.name, release)
     cfg = _config(Path(unnamed.profile), imageRegistry="registry.example.com/ai")
     assert image_tags(cfg, unnamed, job) == [F.built_image_reference(job.name, release, "registry.example.com/ai")]
+    # the registry format allows a trailing "/"; the reference does not double it
+    slash = F.built_image_reference(job.name, release, "registry.example.com/ai/")
+    assert slash == F.built_image_reference(job.name, release, "registry.example.com/ai")
+    assert F.problem(F.IMAGE, slash) is None, slash
     assert image_tags(cfg, unnamed, job) == ["registry.example.com/ai/%s:%s" % (job.name, release)]
     for ref in (default_image(unnamed, job), *image_tags(cfg, unnamed, job)):
         assert F.problem(F.IMAGE, ref) is None, ref
