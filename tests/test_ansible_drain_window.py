@@ -182,3 +182,73 @@ def test_relabel_is_changed_only_when_kubectl_labeled(tmp_path: Path, labelled: 
     [item] = result["relabel"]["results"]
     assert item["stdout"] == ("node/w1 not labeled" if labelled else "node/w1 labeled")
     assert item["changed"] is changed
+
+
+# kubectl drain's refusals, as the emulated kubectl prints them (pkg/cmd/drain/drain.go:344)
+PDB_REFUSAL = (
+    'error: unable to drain node "w1" due to error: error when evicting pods/"train-0" -n "default": '
+    "global timeout reached: 2s, continuing command..."
+)
+BARE_REFUSAL = (
+    'error: unable to drain node "w1" due to error: cannot delete cannot delete Pods that declare no controller '
+    "(use --force to override): default/debug, continuing command..."
+)
+
+
+@pytest.mark.parametrize(
+    ("fixture", "reason"),
+    [
+        (["pdb", "default", "train", "app=train", "0"], PDB_REFUSAL),
+        (["pod", "default", "debug", "w1", "--bare"], BARE_REFUSAL),
+    ],
+    ids=["disruption-budget", "bare-pod"],
+)
+def test_a_window_for_cann_or_the_engine_stops_with_kubectls_reason(
+    tmp_path: Path, fixture: List[str], reason: str
+) -> None:
+    """open.yml (the window compute.yml opens for a CANN-only or engine-only change) stopped with
+    ansible_failed_result.msg, "non-zero return code", as the reason a node was held; it now names kubectl's
+    "error:" line, as window.yml does, and puts the node back into service."""
+    _cluster(tmp_path)
+    _kubectl(tmp_path, "fixture", *fixture)
+    result = _play(
+        tmp_path,
+        "open.yml",
+        {
+            "ascend_driver_window_reason": "CANN",
+            "ascend_driver_state_dir": str(tmp_path / "state"),
+            "ascend_driver_drain_args": ["--ignore-daemonsets", "--delete-emptydir-data", "--timeout=2s"],
+        },
+    )
+    assert result["failed"] and result["task"] == "Stop with what holds the node", result
+    assert "w1 could not be taken out of service for CANN: %s. Nothing was changed" % reason in result["msg"], result
+    assert "non-zero return code" not in result["msg"]
+    assert "the node was put back into service as it was" in result["msg"]
+    node = _node(tmp_path)
+    assert not node["spec"].get("unschedulable") and node["metadata"]["labels"]["workerselector"] == "dls-worker-node"
+
+
+def test_both_windows_name_a_failure_with_one_filter() -> None:
+    """window.yml (driver/firmware) and open.yml (CANN, the engine) stop with the same reason extraction, and so
+    does compute.yml's hold: kubectl's last error line, else the task's msg."""
+    from role_code import plugin
+
+    reason = plugin("filter", "failure_reason").failure_reason
+    drain = {
+        "msg": "non-zero return code",
+        "rc": 1,
+        "stderr_lines": ["evicting pod default/train-0", PDB_REFUSAL, " w1"],
+    }
+    assert reason(drain) == PDB_REFUSAL
+    missing = {"msg": "non-zero return code", "stderr": 'Error from server (NotFound): nodes "w9" not found'}
+    assert reason(missing) == 'Error from server (NotFound): nodes "w9" not found'
+    assert reason({"msg": "driver installer exited 1", "stderr_lines": ["tar: broken"]}) == "driver installer exited 1"
+    assert reason({}) == "see the failed task above" and reason(None, "failed, see above") == "failed, see above"
+    tasks = ROOT / "ansible_collections/ascend_resumable/npu/roles/ascend_driver/tasks"
+    for path in (
+        tasks / "window.yml",
+        tasks / "open.yml",
+        ROOT / "ansible_collections/ascend_resumable/npu/playbooks/compute.yml",
+    ):
+        assert "ansible_failed_result | ascend_resumable.npu.failure_reason" in path.read_text(), path
+        assert "ansible_failed_result.msg" not in path.read_text(), path

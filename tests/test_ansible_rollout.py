@@ -12,15 +12,20 @@ compute.yml is under test here, the roles have their molecule scenarios.
   "max_fail_percentage" check after each task): peers were left drained mid-window. Now a failure
   holds only its node, its peers finish, the batch summary names the held nodes with their reason
   and the run stops before the next batch (unless ascend_rollout_max_held allows them).
+- Every tag docs/ansible.md documents, selected (--tags) or skipped (--skip-tags), runs a node's whole
+  window (opened -> changed -> released) or leaves the node alone: a tag on include_tasks/include_role
+  selects the include only, not the tasks it includes, and used to let CANN and the engine change on
+  undrained nodes. The driver role's main.yml and prepare.yml run unchanged here for their tags.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Set
 
 import pytest
 import test_ansible_hardware as hardware_tests
@@ -35,12 +40,25 @@ pytestmark = pytest.mark.skipif(PLAYBOOK is None, reason="ansible-playbook is no
 STUB_DRIVER_ASSESS = """
 - name: Stub decision (every node in rollout_test_driver needs a driver change)
   ansible.builtin.set_fact:
-    ascend_driver_decision: {problems: [], needs_change: "{{ inventory_hostname in rollout_test_driver }}"}
+    ascend_driver_decision:
+      problems: []
+      needs_change: "{{ inventory_hostname in rollout_test_driver or inventory_hostname in rollout_test_left_open }}"
+      not_running: []
+      missing_prerequisites: "{{ ['dkms'] if inventory_hostname in rollout_test_prerequisites else [] }}"
+    ascend_driver_plan:
+      changes: "{{ inventory_hostname in rollout_test_driver }}"
+      order: "{{ ['driver'] if inventory_hostname in rollout_test_driver else [] }}"
+      driver: {reason: "{{ 'driver upgrade' if inventory_hostname in rollout_test_driver else '' }}"}
+    # a window an earlier run left open (waiting for a reboot that has happened since)
+    ascend_driver_window: >-
+      {{ {'reason': 'driver upgrade', 'opened': '2025-01-01T00:00:00+00:00'}
+         if inventory_hostname in rollout_test_left_open else none }}
+    ascend_driver_window_opened_now: false
 """
 STUB_CANN_DECIDE = """
 - name: Stub CANN decision
   ansible.builtin.set_fact:
-    ascend_cann_decision: {problems: [], needs_change: false}
+    ascend_cann_decision: {problems: [], needs_change: "{{ inventory_hostname in rollout_test_cann }}"}
 """
 # Ascend Docker Runtime: nodes in rollout_test_engine need an engine configuration change
 STUB_RUNTIME_DECIDE = """
@@ -79,6 +97,7 @@ STUB_DRIVER_OPEN = """
 - name: Stub window record
   ansible.builtin.set_fact:
     ascend_driver_window: {reason: "{{ ascend_driver_window_reason }}"}
+    ascend_driver_window_opened_now: true
 """
 STUB_DRIVER_RELEASE = """
 - name: Stub release
@@ -90,17 +109,17 @@ STUB_DRIVER_RELEASE = """
     ascend_driver_window: null
   when: inventory_hostname not in rollout_test_hold
 """
-# The window of the stub driver role: opened, then the node fails, is held waiting for a reboot
-# or is released; each step is logged so the test sees which nodes got how far.
-STUB_DRIVER_MAIN = """
+# The driver role's own main.yml and prepare.yml run as they are (their tags and includes are under test);
+# its window (window.yml, included by main.yml for a driver change) is a stub: opened, then the node fails,
+# is held waiting for a reboot or is released; each step is logged so the test sees which nodes got how far.
+STUB_DRIVER_WINDOW = """
 - name: Stub window opened
   ansible.builtin.shell: echo "window {{ inventory_hostname }}" >> {log}
   changed_when: true
-  when: ascend_driver_decision.needs_change
 - name: Stub window record
   ansible.builtin.set_fact:
     ascend_driver_window: {reason: "driver upgrade"}
-  when: ascend_driver_decision.needs_change
+    ascend_driver_window_opened_now: true
 - name: Stub delegated kubectl call (its target refuses the connection for some nodes)
   ansible.builtin.command: "true"
   delegate_to: "{{ 'gone' if inventory_hostname in rollout_test_unreachable else inventory_hostname }}"
@@ -109,6 +128,9 @@ STUB_DRIVER_MAIN = """
   ansible.builtin.fail:
     msg: "driver installer exited 1 on {{ inventory_hostname }}"
   when: inventory_hostname in rollout_test_fail
+- name: Stub driver installer
+  ansible.builtin.shell: echo "install {{ inventory_hostname }}" >> {log}
+  changed_when: true
 - name: Stub node waits for a reboot
   ansible.builtin.set_fact:
     ascend_driver_window: {reason: "firmware upgrade"}
@@ -119,12 +141,25 @@ STUB_DRIVER_MAIN = """
   changed_when: true
   when: inventory_hostname not in rollout_test_hold and ascend_driver_release | default(true) | bool
 """
+# prepare.yml's steps that need no window: the run user, the missing build prerequisites
+STUB_DRIVER_USER = """
+- name: Stub run user
+  ansible.builtin.debug:
+    msg: run user exists
+"""
+STUB_DRIVER_PREREQUISITES = """
+- name: Stub prerequisites
+  ansible.builtin.shell: echo "prerequisites {{ inventory_hostname }}" >> {log}
+  changed_when: true
+"""
 STUB_CANN_MAIN = """
 - name: Stub CANN
   ansible.builtin.shell: echo "cann {{ inventory_hostname }}" >> {log}
   changed_when: true
-  when: ascend_driver_decision.needs_change or ascend_cann_decision.needs_change
+  when: ascend_cann_decision.needs_change
 """
+# the driver role's own task files that run unchanged in the stub role
+REAL_DRIVER_TASKS = ("main.yml", "prepare.yml")
 # playbooks/nodes.yml's other roles: nothing to do here
 STUB_EMPTY = """
 - name: Stub role
@@ -143,6 +178,9 @@ def _rollout(
     extra: Optional[List[str]] = None,
     driver: Optional[List[str]] = None,
     engine: Optional[List[str]] = None,
+    cann: Optional[List[str]] = None,
+    prerequisites: Optional[List[str]] = None,
+    left_open: Optional[List[str]] = None,
     playbook: str = "compute.yml",
 ) -> tuple[subprocess.CompletedProcess[str], List[str]]:
     log = tmp_path / "rollout.log"
@@ -152,7 +190,9 @@ def _rollout(
         shutil.copytree(COLLECTION / part, stub / part, ignore=shutil.ignore_patterns("__pycache__"))
     stubs = {
         "ascend_driver/tasks/assess.yml": STUB_DRIVER_ASSESS,
-        "ascend_driver/tasks/main.yml": STUB_DRIVER_MAIN,
+        "ascend_driver/tasks/window.yml": STUB_DRIVER_WINDOW,
+        "ascend_driver/tasks/user.yml": STUB_DRIVER_USER,
+        "ascend_driver/tasks/prerequisites.yml": STUB_DRIVER_PREREQUISITES,
         "ascend_driver/tasks/open.yml": STUB_DRIVER_OPEN,
         "ascend_driver/tasks/release.yml": STUB_DRIVER_RELEASE,
         "ascend_cann/tasks/decide.yml": STUB_CANN_DECIDE,
@@ -168,8 +208,12 @@ def _rollout(
     for name, text in files.items():
         (stub / name).parent.mkdir(parents=True, exist_ok=True)
         (stub / name).write_text("---" + text)
+    for name in REAL_DRIVER_TASKS:
+        shutil.copy(COLLECTION / "roles/ascend_driver/tasks" / name, stub / "roles/ascend_driver/tasks" / name)
     names = ["n%d" % i for i in range(1, hosts + 1)]
     driver = names if driver is None else driver
+    # the CANN role changes something on the nodes whose driver changes, unless told otherwise
+    cann = driver if cann is None else cann
     inventory = tmp_path / "inventory"
     (inventory / "group_vars").mkdir(parents=True)
     (inventory / "hosts.yml").write_text(
@@ -193,6 +237,9 @@ def _rollout(
         "rollout_test_unreachable": unreachable or [],
         "rollout_test_driver": driver,
         "rollout_test_engine": engine or [],
+        "rollout_test_cann": cann,
+        "rollout_test_prerequisites": prerequisites or [],
+        "rollout_test_left_open": left_open or [],
     }
     (inventory / "group_vars" / "ascend_compute.yml").write_text(yaml.safe_dump(dict(group_vars, **knobs)))
     env = playbook_env(tmp_path, str(tmp_path), ANSIBLE_FORKS="10")
@@ -250,6 +297,130 @@ def test_an_unreachable_node_stops_the_rollout(tmp_path: Path) -> None:
     assert run.returncode != 0 and _batches(run.stdout) == 1, run.stdout
     assert "n1 became unreachable during the rollout" in run.stdout
     assert "released n2" in log and not [line for line in log if line.endswith(("n3", "n4"))], log
+    # the batch summary names every node of the batch, the unreachable one held with its reason
+    # (ansible_play_batch drops a node once it is unreachable: it used to say "batch n2: released n2; held none")
+    assert "batch n1, n2: released n2; held n1: unreachable" in run.stdout, run.stdout
+
+
+DOCS = ROOT / "docs" / "ansible.md"
+
+# What each step of the stub rollout is (the log's first word), and the tags that select it. A tag not
+# listed selects none of them: a newly documented tag that changes something must be added here.
+OPENS = {"window", "open"}  # the driver role's window (window.yml), or open.yml for CANN/engine changes
+CHANGES = {
+    "install": {"ascend_driver", "ascend_driver_install"},
+    "cann": {"ascend_cann"},
+    "engine": {"ascend_docker_runtime"},
+    "restart": {"ascend_docker_runtime"},
+}
+# needs no window (prepare.yml): the missing build prerequisites
+OUTSIDE = {"prerequisites": {"ascend_driver", "ascend_driver_prepare"}}
+# n1 driver, n2 CANN, n3 engine, n4 all three; n1 and n4 miss build prerequisites
+TAG_NODES = {
+    "n1": {"install", "prerequisites"},
+    "n2": {"cann"},
+    "n3": {"engine", "restart"},
+    "n4": {"install", "prerequisites", "cann", "engine", "restart"},
+}
+
+
+def _documented_tags() -> List[str]:
+    """The tags docs/ansible.md documents: the backquoted names in the first sentence of its "- Tags:" item."""
+    text = DOCS.read_text(encoding="utf-8")
+    item = re.search(r"^- Tags:(.*?)\.(?:\s|\Z)", text, re.M | re.S)
+    assert item, "docs/ansible.md has no '- Tags:' item"
+    return list(dict.fromkeys(re.findall(r"`([a-z0-9_]+)`", item.group(1))))
+
+
+def _selected(step: str, tags: Optional[str], skip: Optional[str]) -> bool:
+    selecting = {**CHANGES, **OUTSIDE}[step]
+    return (tags is None or tags in selecting) and (skip is None or skip not in selecting)
+
+
+def _check_windows(log: List[str], tags: Optional[str] = None, skip: Optional[str] = None) -> None:
+    """Per node: each change step between its window's opening and its release, or nothing at all; and the
+    steps the tag selection selects (nothing else) ran."""
+    for node, steps in TAG_NODES.items():
+        events = [line.split()[0] for line in log if line.split()[1] == node]
+        window = [e for e in events if e not in OUTSIDE]
+        changes = [e for e in window if e in CHANGES]
+        if changes:
+            assert window[0] in OPENS and window[-1] == "released", (node, events)
+            assert len([e for e in window if e in OPENS]) == 1, (node, events)
+            assert window[1:-1] == changes, (node, events)
+        else:
+            assert window == [], "%s drained or released with no change: %s" % (node, events)
+        expected = {step for step in steps if _selected(step, tags, skip)}
+        assert set(events) - OPENS - {"released"} == expected, (node, events)
+    if "restart" in log:  # the engine restart right after its change, inside the window
+        for node in TAG_NODES:
+            events = [line.split()[0] for line in log if line.split()[1] == node]
+            if "restart" in events:
+                assert events[events.index("engine") + 1] == "restart", (node, events)
+
+
+def test_the_documented_tags_are_parsed() -> None:
+    tags = _documented_tags()
+    assert {"ascend_driver", "ascend_driver_install", "ascend_cann", "ascend_docker_runtime"} <= set(tags), tags
+    assert "always" not in tags, tags
+
+
+def test_the_whole_rollout_opens_changes_and_releases_every_node(tmp_path: Path) -> None:
+    run, log = _rollout(
+        tmp_path,
+        4,
+        {"ascend_rollout_serial": 4},
+        driver=["n1", "n4"],
+        cann=["n2", "n4"],
+        engine=["n3", "n4"],
+        prerequisites=["n1", "n4"],
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    _check_windows(log)
+
+
+@pytest.mark.parametrize("option", ["--tags", "--skip-tags"])
+@pytest.mark.parametrize("tag", _documented_tags())
+def test_no_documented_tag_changes_a_node_outside_its_window(tmp_path: Path, tag: str, option: str) -> None:
+    """A tag on include_tasks/include_role selects the include only, not the tasks it includes (ansible-core
+    2.19; apply: {tags: ...} passes tags on): --tags ascend_docker_runtime changed the engine configuration and
+    restarted containerd + kubelet on an undrained node (open.yml's tasks skipped, the release with them),
+    --tags ascend_cann installed CANN there, --tags ascend_driver_install ran nothing of window.yml. Each
+    documented tag, selected or skipped, now runs a node's whole window (open -> change -> release) or
+    leaves the node alone."""
+    run, log = _rollout(
+        tmp_path,
+        4,
+        {"ascend_rollout_serial": 4},
+        driver=["n1", "n4"],
+        cann=["n2", "n4"],
+        engine=["n3", "n4"],
+        prerequisites=["n1", "n4"],
+        extra=[option, tag],
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    if option == "--tags":
+        _check_windows(log, tags=tag)
+    else:
+        _check_windows(log, skip=tag)
+
+
+@pytest.mark.parametrize(
+    ("option", "released"),
+    [([], True), (["--skip-tags", "ascend_driver"], True), (["--tags", "ascend_driver_prepare"], False)],
+)
+def test_a_window_an_earlier_run_left_open_is_released_when_the_run_selects_a_window_step(
+    tmp_path: Path, option: List[str], released: bool
+) -> None:
+    """The release is tagged always (a window opened in the run is released whatever the tags); a window an
+    earlier run left open is released only by a run that selects a step of a window, not by --tags
+    ascend_driver_prepare, which reports the node held in its maintenance window."""
+    run, log = _rollout(tmp_path, 2, {"ascend_rollout_serial": 2}, driver=[], cann=[], left_open=["n1"], extra=option)
+    if released:
+        assert run.returncode == 0 and log == ["released n1"], run.stdout + run.stderr
+    else:
+        assert run.returncode != 0 and log == [], run.stdout + run.stderr
+        assert "held n1: it stays in maintenance: driver upgrade" in run.stdout
 
 
 def test_the_documented_tags_run_the_rollout(tmp_path: Path) -> None:
@@ -277,7 +448,7 @@ def test_cann_and_the_engine_change_before_the_node_is_released(tmp_path: Path) 
     """CANN used to be installed after the driver role had uncordoned the node."""
     run, log = _rollout(tmp_path, 1, {"ascend_rollout_serial": 1}, driver=["n1"], engine=["n1"])
     assert run.returncode == 0, run.stdout + run.stderr
-    assert log == ["window n1", "cann n1", "engine n1", "restart n1", "released n1"], log
+    assert log == ["window n1", "install n1", "cann n1", "engine n1", "restart n1", "released n1"], log
 
 
 def test_nodes_yml_restarts_no_engine(tmp_path: Path) -> None:
@@ -301,6 +472,34 @@ def _tasks(node: object) -> List[Dict[str, object]]:
             for key in ("block", "rescue", "always"):
                 out += _tasks(item.get(key))
     return out
+
+
+def test_tagged_includes_on_the_window_path_pass_their_tags_on() -> None:
+    """The stubbed run above covers compute.yml and the driver role's main.yml; the roles' own includes
+    (a CANN or runtime installer behind include_tasks) are stubbed there. A tag on include_tasks/include_role
+    selects the include only (ansible-core 2.19): each tagged include on the window path repeats its tags
+    in apply, or the tasks it includes are skipped whenever --tags selects that tag."""
+    paths = [COLLECTION / "playbooks/compute.yml"] + [
+        path
+        for role in ("ascend_driver", "ascend_cann", "ascend_docker_runtime", "ascend_package")
+        for path in sorted((COLLECTION / "roles" / role / "tasks").glob("*.yml"))
+    ]
+    missing = []
+    for path in paths:
+        doc = yaml.safe_load(path.read_text())
+        plays = doc if path.parent.name == "playbooks" else [{"tasks": doc}]
+        for task in _tasks([t for play in plays for t in play.get("tasks", [])]):
+            include = task.get("ansible.builtin.include_tasks", task.get("ansible.builtin.include_role"))
+            listed: Any = task.get("tags") or []
+            tags = set(listed) - {"always"}
+            if include is None or not tags:
+                continue
+            applied: Set[str] = set()
+            if isinstance(include, dict):
+                applied = set((include.get("apply") or {}).get("tags") or [])
+            if not tags <= applied and "always" not in applied:
+                missing.append((path.relative_to(ROOT), task.get("name")))
+    assert missing == []
 
 
 def test_delegated_kubectl_calls_are_throttled() -> None:
