@@ -476,20 +476,19 @@ def test_a_hung_cann_installer_fails_the_node_instead_of_hanging_the_run(tmp_pat
     assert left.stdout.strip() == ""
 
 
-def test_a_hung_driver_installer_fails_the_node_instead_of_hanging_the_run(tmp_path: Path) -> None:
-    hung = tmp_path / "hung-driver.run"
-    hung.write_text("#!/bin/bash\necho started\nsleep 600\n")
-    state = tmp_path / "state"
+def _driver_install_step(tmp_path: Path, installer: Path, state: Path, to: str, timeout: int) -> List[Dict[str, Any]]:
+    """A play's tasks that run the driver role's install_one.yml (an upgrade of the driver to ``to``)
+    with ``installer`` as the driver package, its state under ``state``."""
     state.mkdir()
     role_vars = yaml.safe_load((_role_dir("ascend_driver") / "vars" / "main.yml").read_text())
-    tasks = [
+    return [
         {
             "name": "Run the driver installer step",
             "ansible.builtin.include_tasks": str(_role_dir("ascend_driver") / "tasks" / "install_one.yml"),
             "vars": {
                 "ascend_driver_component": "driver",
-                "ascend_driver_plan": {"driver": {"to": "25.2.0", "action": "upgrade"}},
-                "ascend_package_files": {"driver": str(hung)},
+                "ascend_driver_plan": {"driver": {"to": to, "action": "upgrade"}},
+                "ascend_package_files": {"driver": str(installer)},
                 "ascend_driver_installer_args": role_vars["ascend_driver_installer_args"],
                 "ascend_driver_state_dir": str(state),
                 "ascend_driver_install_for_all": True,
@@ -498,11 +497,18 @@ def test_a_hung_driver_installer_fails_the_node_instead_of_hanging_the_run(tmp_p
                 "ascend_driver_force": False,
                 "ascend_driver_reboot_marker": str(tmp_path / "reboot-required"),
                 "ascend_driver_reboot_policy": "if_needed",
-                "ascend_driver_installer_timeout": 3,
+                "ascend_driver_installer_timeout": timeout,
                 "ascend_driver_installer_poll": 1,
             },
         }
     ]
+
+
+def test_a_hung_driver_installer_fails_the_node_instead_of_hanging_the_run(tmp_path: Path) -> None:
+    hung = tmp_path / "hung-driver.run"
+    hung.write_text("#!/bin/bash\necho started\nsleep 600\n")
+    state = tmp_path / "state"
+    tasks = _driver_install_step(tmp_path, hung, state, "25.2.0", timeout=3)
     started = time.monotonic()
     result = _play(tmp_path, tasks, {"ansible_become": False}, timeout=120)
     assert result.returncode != 0 and time.monotonic() - started < 60, result.stdout
@@ -527,29 +533,7 @@ def test_the_driver_installers_refusal_on_stdout_is_the_reason_the_node_fails(tm
         "exit 1\n" % OCCUPIED
     )
     state = tmp_path / "state"
-    state.mkdir()
-    role_vars = yaml.safe_load((_role_dir("ascend_driver") / "vars" / "main.yml").read_text())
-    tasks = [
-        {
-            "name": "Run the driver installer step",
-            "ansible.builtin.include_tasks": str(_role_dir("ascend_driver") / "tasks" / "install_one.yml"),
-            "vars": {
-                "ascend_driver_component": "driver",
-                "ascend_driver_plan": {"driver": {"to": "25.3.0", "action": "upgrade"}},
-                "ascend_package_files": {"driver": str(refusing)},
-                "ascend_driver_installer_args": role_vars["ascend_driver_installer_args"],
-                "ascend_driver_state_dir": str(state),
-                "ascend_driver_install_for_all": True,
-                "ascend_driver_user": "HwHiAiUser",
-                "ascend_driver_group": "HwHiAiUser",
-                "ascend_driver_force": False,
-                "ascend_driver_reboot_marker": str(tmp_path / "reboot-required"),
-                "ascend_driver_reboot_policy": "if_needed",
-                "ascend_driver_installer_timeout": 60,
-                "ascend_driver_installer_poll": 1,
-            },
-        }
-    ]
+    tasks = _driver_install_step(tmp_path, refusing, state, "25.3.0", timeout=60)
     result = _play(tmp_path, tasks, {"ansible_become": False}, timeout=120)
     assert result.returncode != 0, result.stdout
     output = " ".join(result.stdout.split())

@@ -365,15 +365,19 @@ def test_the_documented_tags_are_parsed() -> None:
     assert "always" not in tags, tags
 
 
+# four nodes in one batch: n1 needs the driver (and its build prerequisites), n2 CANN, n3 an engine
+# change, n4 all of them
+EVERY_KIND_OF_CHANGE: Dict[str, Any] = dict(
+    driver=["n1", "n4"], cann=["n2", "n4"], engine=["n3", "n4"], prerequisites=["n1", "n4"]
+)
+
+
 def test_the_whole_rollout_opens_changes_and_releases_every_node(tmp_path: Path) -> None:
     run, log = _rollout(
         tmp_path,
         4,
         {"ascend_rollout_serial": 4},
-        driver=["n1", "n4"],
-        cann=["n2", "n4"],
-        engine=["n3", "n4"],
-        prerequisites=["n1", "n4"],
+        **EVERY_KIND_OF_CHANGE,
     )
     assert run.returncode == 0, run.stdout + run.stderr
     _check_windows(log)
@@ -392,10 +396,7 @@ def test_no_documented_tag_changes_a_node_outside_its_window(tmp_path: Path, tag
         tmp_path,
         4,
         {"ascend_rollout_serial": 4},
-        driver=["n1", "n4"],
-        cann=["n2", "n4"],
-        engine=["n3", "n4"],
-        prerequisites=["n1", "n4"],
+        **EVERY_KIND_OF_CHANGE,
         extra=[option, tag],
     )
     assert run.returncode == 0, run.stdout + run.stderr
