@@ -225,6 +225,8 @@ def stage_times(log: Path) -> Dict[str, float]:
                 pending_stage = None
     order = [name for name, _ in known if name in starts]
     ends = [starts[n] for n in order[1:]] + [last]
+    if not order:
+        raise SystemExit("%s: no profile_tasks timestamps (is ansible.posix on ANSIBLE_COLLECTIONS_PATH?)" % log)
     return {n: end - starts[n] for n, end in zip(order, ends)}
 
 
@@ -329,6 +331,10 @@ def main() -> int:
 
     env = dict(os.environ)
     env.setdefault("CONTAINERS_CONF", str(REPO / "podman" / "containers.conf"))
+    # the stage times need ansible.posix's profile_tasks; without it Ansible only warns and every stage
+    # would read 0 s: unpack the collections the tests use (scripts/fetch-collections.sh) when missing
+    if "ANSIBLE_COLLECTIONS_PATH" not in env and not (REPO / "collections/ansible_collections/ansible/posix").is_dir():
+        subprocess.run([str(REPO / "scripts" / "fetch-collections.sh"), str(REPO / "collections")], check=True)
     env.setdefault("ANSIBLE_COLLECTIONS_PATH", "%s:%s" % (REPO / "collections", REPO))
     env["ANSIBLE_CONFIG"] = str(REPO / "ansible.cfg")
     env["ANSIBLE_NOCOLOR"] = "1"
