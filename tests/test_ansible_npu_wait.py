@@ -15,7 +15,6 @@ around the fixture records every call, so the tests see how often the role read 
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
@@ -75,29 +74,26 @@ def _info_calls(calls: Path) -> List[float]:
 
 def test_the_wait_reads_npu_smi_again_until_the_booting_devices_answer(tmp_path: Path) -> None:
     smi, calls = _booting_node(tmp_path)
-    started = time.monotonic()
     result = _play(tmp_path, _release_tasks(tmp_path, smi, boot_seconds=4, timeout=30), {"ansible_become": False})
-    took = time.monotonic() - started
     out = result.stdout + result.stderr
     assert result.returncode == 0, out
     reads = _info_calls(calls)
     ready_at = int((tmp_path / "state" / "devices_ready_at").read_text())
     # -8005 while booting: read again every ascend_driver_poll_delay (1 s) until they answer, not until the 30 s
-    # timeout; every read but the last one failed, and Ansible said it retried each time
+    # timeout (a wait that ran to the timeout would fail the play); every read but the last one failed, and
+    # Ansible said it retried each time
     assert len(reads) >= 2 and reads[-2] < ready_at <= reads[-1], (reads, ready_at)
     retried = out.count("FAILED - RETRYING: [node]: Wait until npu-smi lists every NPU chip of the node as healthy")
     assert retried == len(reads) - 1, out
-    assert "Every NPU chip the node has is listed by npu-smi and healthy" in out and took < 30
+    assert "Every NPU chip the node has is listed by npu-smi and healthy" in out
     assert "failed=0" in out
 
 
 def test_devices_that_never_come_up_fail_the_node_after_the_timeout(tmp_path: Path) -> None:
     smi, calls = _booting_node(tmp_path)
-    started = time.monotonic()
     result = _play(tmp_path, _release_tasks(tmp_path, smi, boot_seconds=600, timeout=2), {"ansible_become": False})
-    took = time.monotonic() - started
     out = result.stdout + result.stderr
-    assert result.returncode != 0 and took < 30, out
+    assert result.returncode != 0, out
     # the first read and ascend_driver_npu_wait_timeout // ascend_driver_poll_delay = 2 retries, then one
     # more read in the rescue (a failed read sets no facts)
     assert len(_info_calls(calls)) == 4, calls.read_text()
