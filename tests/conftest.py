@@ -14,6 +14,7 @@ library and PyYAML at its top; nothing here is a fixture.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Tuple
 
@@ -43,3 +44,22 @@ def plan_of_doc(doc: Dict[str, Any], name: str = "<test>") -> Plan:
     from resumable.profile import parse_profile
 
     return build_plan(parse_profile(yaml.safe_dump(doc), name), name)
+
+
+def example_profile(name: str, tmp_path: Path) -> Path:
+    """examples/<name>.yaml as a user deploys it: copied with the vendor wheel files it names
+    created beside it (files the test writes, not vendor artefacts) and each ``sha256`` replaced
+    by the sum of that file, as the example's comment asks."""
+    doc = yaml.safe_load((EXAMPLES / f"{name}.yaml").read_text(encoding="utf-8"))
+    target = tmp_path / "profiles" / f"{name}.yaml"
+    for job in doc.get("jobs") or []:
+        for entry in ((job.get("image") or {}).get("wheels") or {}).values():
+            if "file" not in entry:
+                continue
+            path = target.parent / entry["file"]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(f"test wheel {path.name}\n".encode())  # one content per file name: profiles share files
+            entry["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return target

@@ -471,6 +471,10 @@ class NodePlan(PlanPart):
     ranktable_access: Dict[str, str]
     #: where the nodes keep the profile for `resumable` (path) and the variable naming it (env)
     node_profile: Dict[str, str]
+    #: the extended resource the device plugin advertises on a compute node (YAMLCFG) and how many
+    #: NPUs a compute node has (the accelerator type's count, INST01 Table 1)
+    npu_resource: str
+    npus_per_node: int
 
 
 @dataclasses.dataclass

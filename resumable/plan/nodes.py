@@ -7,6 +7,7 @@ from typing import Any, Dict, List
 
 from .. import constants as C
 from ..facts import JobFacts
+from ..hardware import ACCELERATOR_TYPES
 from ..profile import Profile
 from .model import NodePlan, Note
 
@@ -23,6 +24,14 @@ def accelerator_label(chip: str) -> str:
 def npu_resource(chip: str) -> str:
     """Extended resource name the pods request (YAMLCFG)."""
     return "huawei.com/npu" if chip == "ascend-npu" else "huawei.com/Ascend910"
+
+
+def node_npus(profile: Profile) -> int:
+    """NPUs in one compute node: the accelerator type's (INST01 Table 1), else the most a job asks."""
+    known = ACCELERATOR_TYPES.get(profile.cluster.accelerator_type)
+    if known is not None:
+        return known.node_npus
+    return max([job.npus_per_node for job in profile.jobs] or [1])
 
 
 def reserved_ports(profile: Profile, facts: List[JobFacts]) -> List[int]:
@@ -168,4 +177,6 @@ def build_nodes(profile: Profile, facts: List[JobFacts]) -> NodePlan:
         ],
         ranktable_access=dict(RANKTABLE_ACCESS),
         node_profile={"path": C.PROFILE_PATH, "env": C.ENV_RESUMABLE_PROFILE},
+        npu_resource=npu_resource(cluster.chip),
+        npus_per_node=node_npus(profile),
     )

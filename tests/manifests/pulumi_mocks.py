@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 import pulumi
 import yaml
-from conftest import EXAMPLES, ROOT
+from conftest import ROOT, example_profile
 from pulumi.runtime.mocks import MockMonitor
 
 from . import pulumi_config
@@ -212,25 +212,6 @@ def run_program(
         return runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
     finally:
         pulumi.runtime.set_all_config({})
-
-
-def example_profile(name: str, tmp_path: Path) -> Path:
-    """examples/<name>.yaml as a user deploys it: copied with the vendor wheel files it names
-    created beside it (files the test writes, not vendor artefacts) and each ``sha256`` replaced
-    by the sum of that file, as the example's comment asks."""
-    doc = yaml.safe_load((EXAMPLES / f"{name}.yaml").read_text(encoding="utf-8"))
-    target = tmp_path / "profiles" / f"{name}.yaml"
-    for job in doc.get("jobs") or []:
-        for entry in ((job.get("image") or {}).get("wheels") or {}).values():
-            if "file" not in entry:
-                continue
-            path = target.parent / entry["file"]
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(f"test wheel {path.name}\n".encode())  # one content per file name: profiles share files
-            entry["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
-    return target
 
 
 class FakeNodes:

@@ -12,6 +12,7 @@ from typing import Dict, Optional
 import pulumi
 import pytest
 import yaml
+from conftest import example_profile
 
 from resumable import formats as F
 from resumable.api import load_plan
@@ -21,8 +22,6 @@ from resumable.manifests.settings import check_images
 from resumable.plan.model import Plan
 from resumable_pulumi.config import StackConfig, read_config
 from resumable_pulumi.program import image_tags
-
-from .pulumi_mocks import example_profile
 
 EXAMPLE = "pytorch-process-recovery"
 JOB = "llama-pretrain"
