@@ -46,6 +46,14 @@ def _print_violations(violations: Sequence[Violation], out: TextIO) -> None:
         print("  " + for_people(format_violation(v)), file=out)
 
 
+def _print_findings(violations: Sequence[Violation], notes: Sequence[Note]) -> None:
+    """The warnings and notes of a valid profile on stderr, as ``validate`` prints them (``render``
+    prints them too: a warning is never hidden by the command that acts on the profile)."""
+    _print_violations(violations, sys.stderr)
+    for note in notes:
+        print(for_people("  NOTE %s (source: %s)" % (note.text, note.source)), file=sys.stderr)
+
+
 def unicode_ok(stream: TextIO) -> bool:
     """Whether ``stream``'s encoding can hold any character (UTF-8 and friends); with ``ascii`` or
     ``latin-1`` JSON and YAML output escape what the encoding cannot hold."""
@@ -134,9 +142,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             worst = EXIT_INVALID
             continue
         print("OK %s: %s" % (path, counts(plan.violations)))
-        _print_violations(plan.violations, sys.stderr)
-        for note in plan.notes:
-            print(for_people("  NOTE %s (source: %s)" % (note.text, note.source)), file=sys.stderr)
+        _print_findings(plan.violations, plan.notes)
     return worst
 
 
@@ -178,22 +184,43 @@ def cmd_render(args: argparse.Namespace) -> int:
 
     images = _image_overrides(args.image)
     to_stdout = args.out == "-"
-    # A target that would be refused is refused before any work (write_stack checks again).
+    if args.layer and not to_stdout:
+        raise ResumableError(
+            "selects one layer, which only makes sense with --out -",
+            "--layer %s" % shown(args.layer),
+            "Write every layer to a directory with --out DIR, or print one with --out - --layer NAME",
+        )
+    # A target that would be refused is refused before any work (write_layers checks again).
     if not to_stdout:
         check_replaceable(output_path(args.out), args.out)
     plan = load_plan(args.profile, args.strict)
+    _print_findings(plan.violations, plan.notes)
     from .manifests import build_deployment, check_supported
-    from .manifests.render import write_stack, write_stream
+    from .manifests.render import steps_text, write_layers, write_stream
 
     check_supported(plan.scheduler)
-    objects = build_deployment(plan, crd_sources=args.crd_source or None, images=images or None).objects()
+    deployment = build_deployment(plan, crd_sources=args.crd_source or None, images=images or None)
+    layers = deployment.layers()
     if to_stdout:
-        # One multi-document stream for `kubectl apply -f -`; the summary goes to stderr.
+        chosen = layers
+        if args.layer:
+            chosen = [layer for layer in layers if layer.path == args.layer]
+            if not chosen:
+                raise ResumableError(
+                    "is not a layer of this render",
+                    "--layer %s" % shown(args.layer),
+                    "Name one of %s" % ", ".join(layer.path for layer in layers),
+                )
+        objects = [obj for layer in chosen for obj in layer.objects]
+        # One multi-document stream; the summary goes to stderr.
         write_stream(objects, sys.stdout)
         print("wrote %d objects to stdout" % len(objects), file=sys.stderr)
         return EXIT_OK
-    written = write_stack(objects, args.out)
-    print("wrote %d objects to %s" % (len(written), args.out))
+    written = write_layers(layers, args.out)
+    jobs = [j.name for j in plan.jobs]
+    prepare = any(v.storage == "nfs" for v in plan.storage)
+    print("wrote %d objects to %s in %d layers" % (len(written), args.out, len(layers)))
+    print(steps_text(args.out, jobs, prepare))
     return EXIT_OK
 
 
@@ -209,14 +236,19 @@ def cmd_docs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _render_steps() -> str:
+    from .manifests.render import steps_text
+
+    return "\n".join("  " + line for line in steps_text().splitlines())
+
+
 #: One example per sub-command, shown at the end of its --help (the runtime commands included).
 EXAMPLES: Dict[str, str] = {
     "validate": "resumable validate examples/pytorch-process-recovery.yaml --strict\n"
     "  resumable validate profiles/*.yaml --format json | jq '.profiles[] | select(.valid | not)'",
     "plan": "resumable plan examples/pytorch-process-recovery.yaml --format json | jq '.jobs[0].env'",
     "schema": "resumable schema > profile.schema.json   # for an editor's YAML language server",
-    "render": "resumable render examples/pytorch-process-recovery.yaml --out rendered && kubectl apply -k rendered\n"
-    "  resumable render examples/pytorch-process-recovery.yaml --out - | kubectl apply -f -",
+    "render": "resumable render examples/pytorch-process-recovery.yaml --out DIR\n" + _render_steps(),
     "docs": "resumable docs --check   # exit 2 when docs/rules.md, profile.md or sources.md are out of date",
     "launch": "resumable launch --dry-run --profile /etc/resumable/profile.yaml --job gpt -- train.py --lr 1e-4",
     "doctor": "resumable doctor --format json   # in a training container\n  resumable doctor --node compute",
@@ -289,8 +321,13 @@ def parser() -> argparse.ArgumentParser:
         "--out",
         required=True,
         metavar="DIR",
-        help="directory to (re)write, one file per object and a Kustomization (kubectl apply -k); - writes one "
-        "multi-document YAML stream to stdout",
+        help="directory to (re)write: one directory per layer (1-crds, 2-cluster, 3-storage, 4-jobs/JOB), each "
+        "with a Kustomization, applied in that order (below); - writes one multi-document YAML stream to stdout",
+    )
+    r.add_argument(
+        "--layer",
+        metavar="LAYER",
+        help="with --out -: only this layer (1-crds, 2-cluster, 3-storage or 4-jobs/JOB)",
     )
     r.add_argument(
         "--crd-source",

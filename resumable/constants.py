@@ -274,3 +274,16 @@ ATTEMPT_STORE_PREFIX = "/worker/attempt_"
 #: Where the image recipe keeps the profile it was built from (the job templates mount the live one there).
 #: The nodes keep it there too (Ansible role resumable_install), so `resumable doctor` finds it by default.
 PROFILE_PATH = PROFILE_MOUNT_DIR + "/" + PROFILE_FILE_NAME
+
+
+# --- shared storage ------------------------------------------------------------------------------------
+#: The uid and gid an NFS export with root_squash (the default) maps root to: anonuid/anongid default
+#: 65534 (NFS exports(5)); the training runs as root, so that is who writes the job directories.
+NFS_SQUASHED_ID = 65534
+#: Largest uid/gid (Linux: 32-bit, 4294967295 is (uid_t)-1, never a user).
+ID_MAX = 4294967294
+#: The image of the Job that prepares the job directories on an NFS export (storage.nfs.prepare_image).
+STORAGE_PREPARE_IMAGE = "busybox:1.36"
+#: Where the Ansible role shared_storage mounts the whole export on management nodes to create the job
+#: directories (PROJECT: a mount of this project's own, not a MindCluster path).
+EXPORT_HOST_ROOT = "/mnt/ascend-resumable/export"

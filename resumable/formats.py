@@ -190,7 +190,9 @@ FILE_PATH = "file-path"
 IMAGE = "image"
 REGISTRY = "registry"
 TOKEN = "token"
+MODE = "mode"
 
+_MODE = re.compile(r"[0-7]{3,4}")
 _QUANTITY_PATTERN = r"^[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([KMGTPE]i|[mkMGTPE]|[eE][+-]?[0-9]+)?$"
 
 FORMATS: Dict[str, Format] = {
@@ -264,6 +266,13 @@ FORMATS: Dict[str, Format] = {
         ),
         Format(REGISTRY, "a registry prefix such as registry.example.com/mindx, or empty", _registry, None, 255),
         Format(TOKEN, "a word without white space", _token, r"^\S+$", 253),
+        Format(
+            MODE,
+            "an octal file mode of 3 or 4 digits such as 0775 or 2775",
+            _regex_check(_MODE, 4, "an octal file mode"),
+            "^" + _MODE.pattern + "$",
+            4,
+        ),
     ]
 }
 

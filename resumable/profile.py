@@ -58,6 +58,39 @@ class Nfs:
         default="", metadata=spec("NFS server address.", required=True, example="10.0.0.10", format=F.HOST)
     )
     path: str = field(default="", metadata=spec("Exported path on the server.", required=True, format=F.SERVER_PATH))
+    owner: int = field(
+        default=C.NFS_SQUASHED_ID,
+        metadata=spec(
+            "uid that owns each job's directories on the export (<path>/<namespace>/<job>/op-cache and "
+            "checkpoints, created before the job's pods mount them). The training runs as root, which an export "
+            "with root_squash (the NFS default) maps to 65534 (nobody): keep 65534 there; with all_squash and "
+            "anonuid=N write N; with no_root_squash any owner works (NFS exports(5)).",
+            minimum=0,
+            maximum=C.ID_MAX,
+        ),
+    )
+    group: int = field(
+        default=C.NFS_SQUASHED_ID,
+        metadata=spec(
+            "gid of the job directories (65534, nogroup, is what root_squash maps root's group to; anongid=N "
+            "with all_squash).",
+            minimum=0,
+            maximum=C.ID_MAX,
+        ),
+    )
+    mode: str = field(
+        default="0775",
+        metadata=spec("Mode of the job directories (octal).", format=F.MODE),
+    )
+    prepare_image: str = field(
+        default=C.STORAGE_PREPARE_IMAGE,
+        metadata=spec(
+            "Image of the Kubernetes Job that creates the job directories on the export as owner:group "
+            "(`resumable render` and `pulumi up`; it needs sh, mkdir, chmod and stat); on a cluster without "
+            "internet access name a copy in your registry.",
+            format=F.IMAGE,
+        ),
+    )
 
 
 @dataclass

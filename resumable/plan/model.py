@@ -194,6 +194,18 @@ class SharedVolumePlan(PlanPart):
     #: namespaces of the jobs that mount it (one claim in each)
     namespaces: List[str] = dataclasses.field(default_factory=list)
     reclaim_policy: str = "Retain"
+    #: the job the volume belongs to
+    job: str = ""
+    #: NFS: the export (storage.nfs.path) and the volume's directory under it,
+    #: ``<namespace>/<job>/<purpose>`` (``path`` is the two joined)
+    export: Optional[str] = None
+    directory: Optional[str] = None
+    #: NFS: uid, gid and mode the directory is given before a pod mounts it, and the image of the
+    #: Job that creates it (storage.nfs)
+    owner: Optional[int] = None
+    group: Optional[int] = None
+    mode: Optional[str] = None
+    prepare_image: Optional[str] = None
 
 
 @dataclasses.dataclass
@@ -471,6 +483,9 @@ class NodePlan(PlanPart):
     ranktable_access: Dict[str, str]
     #: where the nodes keep the profile for `resumable` (path) and the variable naming it (env)
     node_profile: Dict[str, str]
+    #: the job directories on the NFS export (path under the management nodes' mount of the export,
+    #: owner, group, mode): created before a pod mounts them (plan.nodes.job_dirs)
+    job_dirs: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass

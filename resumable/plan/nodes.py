@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Sequence
 
 from .. import constants as C
 from ..facts import JobFacts
 from ..profile import Profile
-from .model import NodePlan, Note
+from .model import NodePlan, Note, SharedVolumePlan
 
 #: ulimit -n advised for Pod-level rescheduling at scale (RT01 Pod-level constraints).
 NOFILE_POD_LEVEL = 100000
@@ -96,7 +96,26 @@ def npu_daemonset_selector(release: str) -> Dict[str, str]:
     return {**worker, **node_selector(traits(release), worker)}
 
 
-def build_nodes(profile: Profile, facts: List[JobFacts]) -> NodePlan:
+def job_dirs(storage: Sequence[SharedVolumePlan]) -> List[Dict[str, Any]]:
+    """The job directories on the NFS export as the management nodes see them (under
+    :data:`~resumable.constants.EXPORT_HOST_ROOT`), with the owner, group and mode the training's
+    (squashed) root user needs to write there (storage.nfs; manifests.storage prepares the same
+    directories from a Kubernetes Job)."""
+    return [
+        {
+            "path": "%s/%s" % (C.EXPORT_HOST_ROOT, v.directory),
+            "owner": v.owner,
+            "group": v.group,
+            "mode": v.mode,
+            "volume": v.name,
+            "namespace": v.namespaces[0],
+        }
+        for v in storage
+        if v.directory
+    ]
+
+
+def build_nodes(profile: Profile, facts: List[JobFacts], storage: Sequence[SharedVolumePlan] = ()) -> NodePlan:
     cluster = profile.cluster
     labels = {
         C.NODE_LABEL_ROLE_WORKER: "worker",
@@ -122,6 +141,20 @@ def build_nodes(profile: Profile, facts: List[JobFacts]) -> NodePlan:
             }
         )
         mounts[-1].update(RANKTABLE_ACCESS)
+        if any(v.directory for v in storage):
+            mounts.append(
+                {
+                    "src": export,
+                    "path": C.EXPORT_HOST_ROOT,
+                    "subdir": "",
+                    "source": export,
+                    "fstype": "nfs",
+                    "opts": ",".join(C.NFS_MOUNT_OPTIONS),
+                    "where": "management",
+                    "reason": "the job directories (<namespace>/<job>/op-cache, checkpoints) are created there "
+                    "before a pod mounts them; the export's own owner and mode are left as the server has them",
+                }
+            )
     ranktable_dirs = [
         "%s/%s.%s" % (C.RANKTABLE_HOST_ROOT, f.job.namespace, f.job.name) for f in facts if f.job.ranktable
     ]
@@ -167,5 +200,6 @@ def build_nodes(profile: Profile, facts: List[JobFacts]) -> NodePlan:
             }
         ],
         ranktable_access=dict(RANKTABLE_ACCESS),
+        job_dirs=job_dirs(storage),
         node_profile={"path": C.PROFILE_PATH, "env": C.ENV_RESUMABLE_PROFILE},
     )

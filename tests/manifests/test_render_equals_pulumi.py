@@ -45,7 +45,7 @@ def rendered(profile: str, out: Path, images: Dict[str, str]) -> Dict[str, Dict[
     the stack runs (``images``: rendered reference -> stack's reference)."""
     assert resumable(["render", profile, "--out", str(out)]) == 0
     objects: Dict[str, Dict[str, Any]] = {}
-    for path in sorted(out.glob("*.yaml")):
+    for path in sorted(out.rglob("*.yaml")):
         obj = _run_image(yaml.safe_load(path.read_text(encoding="utf-8")), images)
         meta = obj["metadata"]
         key = (
