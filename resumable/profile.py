@@ -176,8 +176,9 @@ class Scheduler:
     image_pull_policy: Optional[PullPolicy] = field(
         default=None,
         metadata=spec(
-            "Pull policy for all stack images; null = upstream's (Never for MindCluster images, "
-            "IfNotPresent for Volcano).",
+            "Pull policy for all stack images; null = IfNotPresent when image_registry is set (the images are "
+            "pulled from it), else upstream's (Never for MindCluster images, loaded on every node; IfNotPresent "
+            "for Volcano).",
         ),
     )
     image_pull_secrets: List[str] = field(
@@ -295,6 +296,23 @@ class Image:
             "Training image reference (registry/name:tag) the job templates run (plan.jobs[].image.name); "
             "null = the deployment builds and names it.",
             format=F.IMAGE,
+        ),
+    )
+    registry: Optional[str] = field(
+        default=None,
+        metadata=spec(
+            "Registry prefix the training image is pushed to and pulled from when image.name is not given: the "
+            "job runs <registry>/<job>:<release>, the reference `resumable image context` tags and pushes; null "
+            "with no image.name = a local name (ascend-resumable/<job>:<release>) only nodes that loaded it can run.",
+            format=F.REGISTRY,
+        ),
+    )
+    pull_secrets: List[str] = field(
+        default_factory=list,
+        metadata=spec(
+            "Existing image pull Secrets in the job's namespace the training pods name (imagePullSecrets); a "
+            "Pulumi stack with a registry login adds its own <job>-registry.",
+            format=F.DNS_SUBDOMAIN,
         ),
     )
     base: Optional[str] = field(

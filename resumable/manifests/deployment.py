@@ -66,11 +66,10 @@ class Deployment(NamedTuple):
 
 
 def default_image(plan: Plan, job: JobPlan) -> str:
-    """The reference a job runs when nothing else names one: the profile's ``image.name``, else a
-    local name the build spec tags (``ascend-resumable/<job>:<release>``)."""
-    if job.image.name:
-        return job.image.name
-    return built_image_reference(job.name, plan.scheduler.release)
+    """The reference a job runs when nothing else names one: the plan's (image.name, else
+    ``<image.registry>/<job>:<release>``, else the local ``ascend-resumable/<job>:<release>`` the
+    build line of ``resumable image context`` tags)."""
+    return job.image.reference or built_image_reference(job.name, plan.scheduler.release)
 
 
 def read_profile_text(plan: Plan) -> str:

@@ -85,6 +85,8 @@ def pod_template(job: JobPlan, replica: ReplicaPlan, image: str, restart_policy:
         spec["terminationGracePeriodSeconds"] = replica.termination_grace_period_seconds
     if restart_policy is not None:
         spec["restartPolicy"] = restart_policy
+    if job.image.pull_secrets:
+        spec["imagePullSecrets"] = [{"name": name} for name in job.image.pull_secrets]
     spec["containers"] = [container(job, replica, image)]
     spec["volumes"] = [volume_entry(v) for v in job.volumes]
     return {"metadata": template_meta, "spec": spec}

@@ -242,6 +242,13 @@ class ImagePlan(PlanPart):
     torch_npu: Optional[str] = None
     cann: Optional[str] = None
     mindspore: Optional[str] = None
+    #: the reference the job's pods run (``render``, the build line of ``image context``): image.name, else
+    #: ``<image.registry>/<job>:<release>``, else the local ``ascend-resumable/<job>:<release>``
+    reference: str = ""
+    #: True when ``reference`` names a registry the nodes pull from (False: a local name nodes must have)
+    pullable: bool = False
+    #: image pull Secrets of the training pods (image.pull_secrets)
+    pull_secrets: List[str] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass

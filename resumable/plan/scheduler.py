@@ -41,6 +41,18 @@ def build_scheduler(profile: Profile, facts: List[JobFacts]) -> SchedulerPlan:
             "INST05 Table 3; YAMLCFG",
         )
     )
+    pull_policy = s.image_pull_policy
+    if pull_policy is None and s.image_registry:
+        # the release manifests' Never means "loaded on every node"; images named by a registry are pulled
+        pull_policy = "IfNotPresent"
+        notes.append(
+            Note(
+                "stack images are pulled from %s (imagePullPolicy IfNotPresent; the release manifests' Never "
+                "expects them loaded on every node, which a registry prefix does not do; set "
+                "scheduler.image_pull_policy to choose)" % s.image_registry,
+                "INST01 Preparing an Image",
+            )
+        )
     stack_version = stack.version if stack is not None else None
     return SchedulerPlan(
         release=cluster.mindcluster,
@@ -51,7 +63,7 @@ def build_scheduler(profile: Profile, facts: List[JobFacts]) -> SchedulerPlan:
         volcano_version=volcano,
         volcano_plugin_name=volcano_plugin_name(stack_version or cluster.mindcluster, cluster.arch),
         image_registry=s.image_registry,
-        image_pull_policy=s.image_pull_policy,
+        image_pull_policy=pull_policy,
         image_pull_secrets=list(s.image_pull_secrets),
         grace_over_time=s.grace_over_time,
         hot_reset=hot_reset,

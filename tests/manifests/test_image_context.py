@@ -8,7 +8,7 @@ import hashlib
 import os
 import sys
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 import pytest
 import yaml
@@ -98,4 +98,33 @@ def test_a_tampered_wheel_fails_before_any_build(profile_with_wheels: Path, tmp_
                 plan=plan, job=plan.jobs[0].name, tags=["r.example.com/t:1"], context_dir=str(tmp_path / "c")
             ),
         )
+    assert not [r for r in MOCKS.resources if r.typ == "docker-build:index:Image"]
+
+
+def test_a_preview_of_a_shipped_example_goes_on_without_its_wheels(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """issue 24: `pulumi preview` of every shipped stack failed on the vendor wheels the example
+    names; a preview now warns with what to place where and goes on (the job shows the tag it will
+    push), `up` refuses with the same list before anything is built."""
+    import pulumi
+
+    warnings: List[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda msg, resource=None, *a, **k: warnings.append(msg))
+    plan = load_plan(str(EXAMPLES / "pytorch-process-recovery.yaml"))
+    job = plan.jobs[0]
+    args = RuntimeImageArgs(plan=plan, job=job.name, tags=[job.image.reference], context_dir=str(tmp_path / "c"))
+    reset()
+    monkeypatch.setattr(pulumi.runtime, "is_dry_run", lambda: True)
+    image = RuntimeImage("preview", args)
+    assert image.image is None and not [r for r in MOCKS.resources if r.typ == "docker-build:index:Image"]
+    (warning,) = warnings
+    assert (
+        "wheels/taskd-7.3.0-py3-none-linux_aarch64.whl (taskd 7.3.0, from Ascend-mindxdl-taskd_7.3.0_linux-aarch64.zip)"
+        in warning
+    )
+    assert "mindio_ttp-7.3.0-py3-none-linux_aarch64.whl (mindio_ttp 7.3.0, from Ascend-mindxdl-mindio_7.3.0" in warning
+    monkeypatch.setattr(pulumi.runtime, "is_dry_run", lambda: False)
+    with pytest.raises(pulumi.RunError, match=r"place .*taskd-7\.3\.0-py3-none-linux_aarch64\.whl"):
+        RuntimeImage("up", args)
     assert not [r for r in MOCKS.resources if r.typ == "docker-build:index:Image"]
