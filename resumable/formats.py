@@ -318,11 +318,18 @@ def release_image_tag(release: str) -> str:
     return "v%s" % release
 
 
-def volcano_image_tag(volcano: str, release: Optional[str] = None) -> str:
+def volcano_image_tag(volcano: str, release: Optional[str] = None, os_flavour: Optional[str] = None) -> str:
     """The tag of a Volcano image: ``v<volcano>``, or ``v<volcano>-v<release>`` where the tag embeds
-    the MindCluster release (SWR and the 26.1 manifests; INST05, HELM values 26.1)."""
+    the MindCluster release (SWR and the 26.1 manifests; INST05, HELM values 26.1), with ``-<os>``
+    where the registry tags the OS flavour (from 26.1.0: ``v1.12.0-v26.1.0-alpinelatest``)."""
     tag = "v%s" % volcano
-    return "%s-%s" % (tag, release_image_tag(release)) if release else tag
+    tag = "%s-%s" % (tag, release_image_tag(release)) if release else tag
+    return "%s-%s" % (tag, os_flavour) if os_flavour else tag
+
+
+def with_os_flavour(tag: str, os_flavour: Optional[str]) -> str:
+    """``<tag>-<os>`` as Huawei's registry tags images from 26.1.0 (``v26.1.0-openeuler24.03``)."""
+    return "%s-%s" % (tag, os_flavour) if os_flavour else tag
 
 
 def component_image_reference(local_name: str, tag: str, registry: str = "") -> str:

@@ -25,6 +25,7 @@ from .choices import (
     FaultScheduling,
     Framework,
     HotReset,
+    ImageOs,
     JobKind,
     Launcher,
     PullPolicy,
@@ -171,6 +172,15 @@ class Scheduler:
         metadata=spec(
             "Registry prefix for MindCluster images; empty = the local names the release YAMLs use.",
             format=F.REGISTRY,
+        ),
+    )
+    image_os: ImageOs = field(
+        default="openeuler24.03",
+        metadata=spec(
+            "OS flavour of the stack images on Huawei's registry from MindCluster 26.1.0, whose tags are "
+            "<version>-<os> (v26.1.0-openeuler24.03, v26.1.0-ubuntu22.04; Volcano v1.12.0-v26.1.0-openeuler24.03 "
+            "or, for ubuntu22.04, -alpinelatest); used with image_registry only (MC:@branch_v26.1.0 "
+            "docker/*/OVERVIEW.md).",
         ),
     )
     image_pull_policy: Optional[PullPolicy] = field(

@@ -40,6 +40,7 @@ VALID = {
     ],
     F.REGISTRY: ["", "registry.example.com/mindx", "localhost:5000", "swr.cn-south-1.myhuaweicloud.com/"],
     F.TOKEN: ["chip8-node8", "rank0-escalation"],
+    F.MODE: ["0775", "2770", "755"],
 }
 
 INVALID = {
@@ -68,6 +69,7 @@ INVALID = {
     ],
     F.REGISTRY: ["reg istry", "https://registry", "reg/UPPER"],
     F.TOKEN: ["", "a b", "dump ", "x" * 254],
+    F.MODE: ["", "0778", "77", "07755", "rwx"],
 }
 
 

@@ -346,6 +346,38 @@ def _software(f: JobFacts) -> str:
     return "torch %s, FrameworkPTAdapter %s%s" % (f.torch, "" if f.adapter_info.exact else ">= ", f.adapter)
 
 
+def release_notes(f: JobFacts) -> List[Note]:
+    """What the job's MindCluster release changes for it that no setting shows."""
+    notes: List[Note] = []
+    if R.at_least(f.release, R.DEVICE_RESET_TIMEOUT_600):
+        notes.append(
+            Note(
+                "the device plugin and NodeD wait up to %d s (-deviceResetTimeout default, %d s up to 26.0) for the "
+                "driver to report every chip after a reset: a node whose chips were reset may rejoin that late"
+                % (R.DEVICE_RESET_TIMEOUT_DEFAULT, R.DEVICE_RESET_TIMEOUT_BEFORE),
+                R.DEVICE_RESET_TIMEOUT_600.source,
+            )
+        )
+    if R.at_least(f.release, R.HANG_DETECTION):
+        notes.append(
+            Note(
+                "the device plugin reports a hung training as fault %s after %d s (NotHandleFault by default; "
+                "budget.hang_detection)" % (R.HANG_FAULT_CODE, R.HANG_CHECK_SECONDS * R.HANG_CHECK_HITS),
+                R.HANG_DETECTION.source,
+            )
+        )
+    if f.process_level and R.on_line(f.release, R.PROCESS_LEVEL_GLOO_SEGFAULT):
+        notes.append(
+            Note(
+                "known issue of MindCluster 26.1.0: after repeated process-level reschedules PyTorch's gloo may "
+                "end with a segmentation fault (about 0.00125); keep Pod or Job rescheduling as the fallback "
+                "(this job falls back to %s rescheduling)" % ("Pod-level" if f.pod_level else "Job-level"),
+                R.PROCESS_LEVEL_GLOO_SEGFAULT.source,
+            )
+        )
+    return notes
+
+
 def build_job(f: JobFacts, storage: List[SharedVolumePlan], profile_dir: Optional[str]) -> JobPlan:
     job = f.job
     env = job_env(f)
@@ -391,6 +423,8 @@ def build_job(f: JobFacts, storage: List[SharedVolumePlan], profile_dir: Optiona
                 "MC:component/ascend-operator/pkg/controllers/v1/ascendjob_validate.go validateBasicInfo",
             )
         )
+    launcher = build_launcher(f, root)
+    notes += release_notes(f)
     return JobPlan(
         name=job.name,
         namespace=job.namespace,
@@ -403,8 +437,8 @@ def build_job(f: JobFacts, storage: List[SharedVolumePlan], profile_dir: Optiona
         replicas=replicas(f, env, ports(f)),
         volumes=volumes(f, storage),
         image=build_image(f, profile_dir),
-        launcher=build_launcher(f, root),
-        budget=budget(f, job),
+        launcher=launcher,
+        budget=budget(f, job, launcher.hang_timeout),
         notes=notes,
         api_version=C.ASCENDJOB_API_VERSION if job.kind == "ascendjob" else C.VCJOB_API_VERSION,
         scheduler_name=C.SCHEDULER_NAME_VOLCANO,

@@ -96,6 +96,8 @@ class SchedulerPlan(PlanPart):
     report_interval: int
     resources: Dict[str, Dict[str, str]]  # component -> {"cpu": "...", "memory": "..."}
     notes: List[Note]
+    #: OS flavour of the registry's image tags from 26.1.0 (scheduler.image_os)
+    image_os: str = "openeuler24.03"
 
 
 @dataclasses.dataclass
@@ -411,6 +413,8 @@ class BudgetPlan(PlanPart):
     worst_saving_seconds: float
     #: a rung that saves next to nothing against the next one: what dominates, what to change
     notes: List[Note] = dataclasses.field(default_factory=list)
+    #: how a hung (not crashed) training is detected, each path with the time it takes, fastest first
+    hang_detection: List[BudgetTerm] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass

@@ -12,9 +12,12 @@ from .model import Note, SchedulerPlan
 
 
 def volcano_plugin_name(release: str, arch: str) -> str:
-    """The Ascend plugin's name in the Volcano scheduler config, as the release build writes it
-    (build.sh rewrites it to volcano-npu_<version>_linux-<arch>; INST05 step 6 example
-    volcano-npu_v26.0.0_linux-aarch64)."""
+    """The Ascend plugin's name in the Volcano scheduler config, as the release build names the
+    plugin and rewrites the config (build.sh: ``volcano-npu_<version>_linux-<arch>`` up to 7.3.0,
+    ``volcano-npu_<version>`` from 7.3.1 and 26.0.0; :data:`~resumable.releases.VOLCANO_PLUGIN_WITHOUT_ARCH`).
+    The scheduler loads the plugin by this name, so a wrong one loads no NPU plugin."""
+    if R.at_least(Version(release), R.VOLCANO_PLUGIN_WITHOUT_ARCH):
+        return "volcano-npu_v%s" % release
     return "volcano-npu_v%s_linux-%s" % (release, arch)
 
 
@@ -65,6 +68,7 @@ def build_scheduler(profile: Profile, facts: List[JobFacts]) -> SchedulerPlan:
         image_registry=s.image_registry,
         image_pull_policy=pull_policy,
         image_pull_secrets=list(s.image_pull_secrets),
+        image_os=s.image_os,
         grace_over_time=s.grace_over_time,
         hot_reset=hot_reset,
         list_watch_period=s.list_watch_period,
