@@ -62,3 +62,11 @@ def values(alias: Any) -> Tuple[Any, ...]:
 
 def is_literal(tp: Any) -> bool:
     return typing.get_origin(tp) is Literal
+
+
+#: Pod tolerations (KUBE core/v1 Toleration).
+TolerationOperator = Literal["Equal", "Exists"]
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+#: Container resources the profile may request beside the NPUs (the NPU resource is the plan's).
+PodResourceName = Literal["cpu", "memory", "ephemeral-storage", "hugepages-2Mi", "hugepages-1Gi"]
+SeccompType = Literal["RuntimeDefault", "Unconfined"]

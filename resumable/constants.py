@@ -287,3 +287,22 @@ STORAGE_PREPARE_IMAGE = "busybox:1.36"
 #: Where the Ansible role shared_storage mounts the whole export on management nodes to create the job
 #: directories (PROJECT: a mount of this project's own, not a MindCluster path).
 EXPORT_HOST_ROOT = "/mnt/ascend-resumable/export"
+
+#: The names of the volumes the plan gives every training pod (plan.job.volumes), with what they hold;
+#: a user volume may not take one (rule job-volumes).
+VOLUME_SHM = "shm"
+VOLUME_OP_CACHE = "op-cache"
+VOLUME_CHECKPOINTS = "checkpoints"
+VOLUME_DRIVER = "ascend-driver"
+VOLUME_LOCALTIME = "localtime"
+VOLUME_PROFILE = "resumable-profile"
+PLANNED_VOLUMES = {
+    VOLUME_SHM: "shared memory",
+    VOLUME_OP_CACHE: "the compile cache",
+    VOLUME_CHECKPOINTS: "checkpoints",
+    RANKTABLE_VOLUME: "the RankTable",
+    RESET_CONFIG_VOLUME: "the reset config",
+    VOLUME_DRIVER: "the NPU driver",
+    VOLUME_LOCALTIME: "the host's time zone",
+    VOLUME_PROFILE: "the resumable profile",
+}

@@ -28,12 +28,16 @@ from .choices import (
     ImageOs,
     JobKind,
     Launcher,
+    PodResourceName,
     PullPolicy,
     ResourceName,
     RestartPolicy,
+    SeccompType,
     Strategy,
     SubHealth,
+    TaintEffect,
     TaskdManagerChoice,
+    TolerationOperator,
     TorAffinity,
     WheelName,
     values,
@@ -615,7 +619,110 @@ class JobVolume:
             format=F.DNS_SUBDOMAIN,
         ),
     )
+    config_map: Optional[str] = field(
+        default=None, metadata=spec("An existing ConfigMap in the job's namespace.", format=F.DNS_SUBDOMAIN)
+    )
+    secret: Optional[str] = field(
+        default=None, metadata=spec("An existing Secret in the job's namespace.", format=F.DNS_SUBDOMAIN)
+    )
+    empty_dir: Optional[str] = field(
+        default=None,
+        metadata=spec(
+            "An emptyDir of at most this size (e.g. 100Gi; '0' for no limit): scratch space on the node.",
+            format=F.QUANTITY,
+        ),
+    )
     read_only: bool = field(default=False, metadata=spec("Mount read-only."))
+
+
+@dataclass
+class Toleration:
+    """A toleration of the training pods (tainted NPU nodes; KUBE core/v1 Toleration)."""
+
+    key: Optional[str] = field(
+        default=None, metadata=spec("Taint key; null with operator Exists tolerates every taint.", format=F.LABEL_KEY)
+    )
+    operator: TolerationOperator = field(default="Equal", metadata=spec("Equal or Exists."))
+    value: Optional[str] = field(
+        default=None, metadata=spec("Taint value (with operator Equal).", format=F.LABEL_VALUE)
+    )
+    effect: Optional[TaintEffect] = field(default=None, metadata=spec("Taint effect; null matches every effect."))
+    toleration_seconds: Optional[int] = field(
+        default=None,
+        metadata=spec("With effect NoExecute: seconds the pod stays after the taint appears.", minimum=0, maximum=DAY),
+    )
+
+
+@dataclass
+class SecurityContext:
+    """The training pods' security settings (Pod Security admission, site policy). NPU containers run
+    as root by default (the driver's device files); set only what the site needs."""
+
+    run_as_user: Optional[int] = field(default=None, metadata=spec("runAsUser.", minimum=0, maximum=C.ID_MAX))
+    run_as_group: Optional[int] = field(default=None, metadata=spec("runAsGroup.", minimum=0, maximum=C.ID_MAX))
+    run_as_non_root: Optional[bool] = field(default=None, metadata=spec("runAsNonRoot."))
+    fs_group: Optional[int] = field(
+        default=None, metadata=spec("Pod fsGroup (group of the mounted volumes).", minimum=0, maximum=C.ID_MAX)
+    )
+    supplemental_groups: List[int] = field(
+        default_factory=list, metadata=spec("Pod supplementalGroups.", minimum=0, maximum=C.ID_MAX)
+    )
+    privileged: Optional[bool] = field(default=None, metadata=spec("Container privileged."))
+    allow_privilege_escalation: Optional[bool] = field(
+        default=None, metadata=spec("Container allowPrivilegeEscalation.")
+    )
+    read_only_root_filesystem: Optional[bool] = field(default=None, metadata=spec("Container readOnlyRootFilesystem."))
+    capabilities_add: List[str] = field(
+        default_factory=list, metadata=spec("Capabilities to add (e.g. IPC_LOCK).", format=F.TOKEN)
+    )
+    capabilities_drop: List[str] = field(
+        default_factory=list, metadata=spec("Capabilities to drop (e.g. ALL).", format=F.TOKEN)
+    )
+    seccomp_profile: Optional[SeccompType] = field(
+        default=None, metadata=spec("Pod seccompProfile type (RuntimeDefault for Pod Security restricted).")
+    )
+
+
+@dataclass
+class Pod:
+    """What the training pods get besides the recovery plan: resources beside the NPUs, tolerations,
+    more node selection, priority, labels, annotations, security. Nothing here may override what the
+    plan sets (a label, annotation, node label or resource it owns: rule pod-settings); anything
+    else goes into a kustomize overlay (docs/deploy.md)."""
+
+    requests: Dict[PodResourceName, str] = field(
+        default_factory=dict,
+        metadata=spec("Container requests beside the NPUs, e.g. {cpu: '64', memory: 512Gi}.", format=F.QUANTITY),
+    )
+    limits: Dict[PodResourceName, str] = field(
+        default_factory=dict,
+        metadata=spec("Container limits beside the NPUs (at least the requests).", format=F.QUANTITY),
+    )
+    tolerations: List[Toleration] = field(
+        default_factory=list, metadata=spec("Tolerations, e.g. of the taint on the NPU nodes.")
+    )
+    node_selector: Dict[str, str] = field(
+        default_factory=dict,
+        metadata=spec(
+            "Node labels added to the plan's selection (host-arch, accelerator-type).",
+            key_format=F.LABEL_KEY,
+            format=F.LABEL_VALUE,
+        ),
+    )
+    priority_class: Optional[str] = field(
+        default=None, metadata=spec("priorityClassName of the training pods.", format=F.DNS_SUBDOMAIN)
+    )
+    labels: Dict[str, str] = field(
+        default_factory=dict,
+        metadata=spec("Labels of the training pods (quotas, cost centres).", key_format=F.LABEL_KEY),
+    )
+    annotations: Dict[str, str] = field(
+        default_factory=dict,
+        metadata=spec("Annotations of the training pods.", key_format=F.LABEL_KEY, multiline=True),
+    )
+    security_context: SecurityContext = field(
+        default_factory=SecurityContext, metadata=spec("Security context (pod and container fields).")
+    )
 
 
 @dataclass
@@ -688,7 +795,14 @@ class Job:
     )
     volumes: List[JobVolume] = field(
         default_factory=list,
-        metadata=spec("The user's volumes (code, data, output): a host path or an existing claim each (RT06)."),
+        metadata=spec(
+            "The user's volumes (code, data, output, credentials): a host path, an existing claim, a ConfigMap, "
+            "a Secret or an emptyDir each (RT06)."
+        ),
+    )
+    pod: Pod = field(
+        default_factory=Pod,
+        metadata=spec("Training pod settings beside the recovery plan's (resources, tolerations, security, ...)."),
     )
     tor_affinity: Optional[TorAffinity] = field(
         default=None,

@@ -141,6 +141,7 @@ FORMAT_VALUES: Dict[str, Any] = {
     ),
     "token": st.sampled_from(["chip8-node8", "chip4-node16", "rank0-escalation"]),
     "mode": st.sampled_from(["0775", "2770", "755", "0777"]),
+    "label-key": st.sampled_from(["team", "example.com/team", "scheduling.example.io/pool"]),
 }
 # Fields whose valid values a rule (not a format) decides: drawn from what the rules accept, so
 # that edits of the examples mostly stay valid (a mutation still draws anything).

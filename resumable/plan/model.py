@@ -136,6 +136,24 @@ class Volume(PlanPart):
     config_map: Optional[str] = None
     #: hostPath type (Directory, DirectoryOrCreate, File, ...); None: unchecked
     host_path_type: Optional[str] = None
+    #: the Secret of a secret volume
+    secret: Optional[str] = None
+
+
+@dataclasses.dataclass
+class PodSettingsPlan(PlanPart):
+    """The training pods' settings beside the recovery plan (jobs[].pod), in Kubernetes form; what they
+    may not override is checked by rule pod-settings. Labels, annotations and node selection are merged
+    into each replica's."""
+
+    requests: Dict[str, str] = dataclasses.field(default_factory=dict)
+    limits: Dict[str, str] = dataclasses.field(default_factory=dict)
+    tolerations: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
+    priority_class: Optional[str] = None
+    #: pod-level securityContext fields (runAsUser, fsGroup, seccompProfile, ...)
+    pod_security: Dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: container-level securityContext fields (privileged, capabilities, ...)
+    container_security: Dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -446,6 +464,8 @@ class JobPlan(PlanPart):
     policies: List[VolcanoPolicy] = dataclasses.field(default_factory=list)
     #: Volcano queue: AscendJob runPolicy.schedulingPolicy.queue / Volcano Job spec.queue
     queue: str = ""
+    #: the pods' settings beside the recovery plan (jobs[].pod)
+    pod: PodSettingsPlan = dataclasses.field(default_factory=PodSettingsPlan)
 
     @property
     def command(self) -> List[str]:
