@@ -457,3 +457,24 @@ def write_file(directory: str, name: str, text: str, option: str = "--out") -> s
             "cannot be written (%s)" % (exc.strerror or exc), _where(option, directory), "Choose a place you can write"
         ) from None
     return path
+
+
+def write_new_file(path: str, text: str, option: str = "--out") -> str:
+    """Write ``text`` to ``path``, a file that must not exist yet (``resumable init`` never replaces a
+    profile someone wrote); the directory must exist."""
+    where = _where(option, path)
+    if not path:
+        raise OutputError("is empty", where, "Name the new file, e.g. %s profile.yaml" % option)
+    if os.path.lexists(path):
+        raise OutputError("exists already", where, "Name a new file, or remove or rename the old one yourself")
+    directory = os.path.dirname(path) or "."
+    if not os.path.isdir(directory):
+        raise OutputError("is in a directory that does not exist", where, "Create the directory first")
+    try:
+        with open(path, "x", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise OutputError(
+            "cannot be written (%s)" % (exc.strerror or exc), where, "Choose a place you can write"
+        ) from None
+    return path
