@@ -92,11 +92,19 @@ def _violation_json(v: Violation) -> Dict[str, object]:
     }
 
 
+def _problem_json(path: str, e: ResumableError) -> Dict[str, object]:
+    """A profile problem as JSON: the place in the profile (``jobs[0].nodes``; "" for the file as a
+    whole), what is wrong, the fix, and the whole paragraph as text prints it."""
+    where = e.where or ""
+    place = where[len(path) + 2 :] if where.startswith(path + ": ") else ("" if where == path else where)
+    return {"path": place, "message": e.what, "fix": e.fix, "text": str(e)}
+
+
 def _outcome(
     path: str,
     summary: str,
     violations: Sequence[Violation] = (),
-    problems: Sequence[str] = (),
+    problems: Sequence[Dict[str, object]] = (),
     notes: Sequence[Note] = (),
     valid: bool = False,
 ) -> Dict[str, object]:
@@ -118,9 +126,9 @@ def _validate_one(path: str, strict: bool) -> Dict[str, object]:
     except PlanError as exc:
         return _outcome(path, counts(exc.violations), violations=exc.violations)
     except ProfileErrors as exc:
-        return _outcome(path, exc.what, problems=[str(e) for e in exc.errors])
+        return _outcome(path, exc.what, problems=[_problem_json(path, e) for e in exc.errors])
     except ResumableError as exc:
-        return _outcome(path, "unreadable or not a profile", problems=[str(exc)])
+        return _outcome(path, "unreadable or not a profile", problems=[_problem_json(path, exc)])
     return _outcome(path, counts(plan.violations), plan.violations, notes=plan.notes, valid=True)
 
 
@@ -349,7 +357,18 @@ def cmd_version(args: argparse.Namespace) -> int:
 def cmd_docs(args: argparse.Namespace) -> int:
     from .docsgen import write_docs
 
-    changed = write_docs(args.out, check=args.check)
+    out = args.out
+    if out is None:
+        out = "docs"
+        if not os.path.isdir(out):
+            raise ResumableError(
+                "has no docs/ directory",
+                "resumable docs in %s" % shown(os.getcwd()),
+                "Run it in the root of an ascend-resumable checkout, or name a directory with --out DIR",
+            )
+    elif not os.path.isdir(out) and not args.check:
+        print("creating %s" % out)
+    changed = write_docs(out, check=args.check)
     if args.check and changed:
         print("out of date: %s (run `resumable docs`)" % ", ".join(changed), file=sys.stderr)
         return EXIT_INVALID
@@ -376,7 +395,8 @@ EXAMPLES: Dict[str, str] = {
     "version": "resumable version --format json | jq '.deploys[].release'",
     "launch": "resumable launch --dry-run --profile /etc/resumable/profile.yaml --job gpt -- train.py --lr 1e-4",
     "doctor": "resumable doctor --format json   # in a training container\n  resumable doctor --node compute",
-    "timeline": "resumable timeline /job/code/alllogs/resumable-timeline.jsonl --events",
+    "timeline": 'resumable timeline "$LOG_DIR/timeline-$(hostname).jsonl" --events   # LOG_DIR: the plan\'s '
+    "launcher.log_dir, its $(MINDX_TASK_ID) the pod's (`resumable plan PROFILE` notes the path)",
     "image": "resumable image context examples/pytorch-process-recovery.yaml --out build   # then run the printed "
     "podman build line",
     "image context": "resumable image context examples/pytorch-process-recovery.yaml --job llama-pretrain --out build",
@@ -511,7 +531,7 @@ def parser() -> argparse.ArgumentParser:
     ve.set_defaults(func=cmd_version)
 
     d = sub.add_parser("docs", help="regenerate docs/rules.md, docs/profile.md and docs/sources.md from the code")
-    d.add_argument("--out", default="docs", metavar="DIR")
+    d.add_argument("--out", metavar="DIR", help="where to write them (default: docs/ of the checkout you are in)")
     d.add_argument("--check", action="store_true", help="only report files that are out of date")
     d.set_defaults(func=cmd_docs)
 

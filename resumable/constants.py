@@ -306,3 +306,6 @@ PLANNED_VOLUMES = {
     VOLUME_LOCALTIME: "the host's time zone",
     VOLUME_PROFILE: "the resumable profile",
 }
+
+#: The recovery timeline in the job's log directory (plan.launcher.log_dir), one file per host.
+TIMELINE_FILE = "timeline-%s.jsonl"

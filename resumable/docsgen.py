@@ -28,6 +28,7 @@ SECTIONS = [
     ("software", "Launchers, ranktable and wheels"),
     ("cluster", "Cluster consistency"),
     ("workload", "Job templates"),
+    ("pod", "Training pod settings"),
 ]
 
 

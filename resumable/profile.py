@@ -847,7 +847,7 @@ def load_profile(path: str) -> Profile:
         what="profile",
         limit=PROFILE_MAX_BYTES,
         error=ProfileError,
-        fix="Name a profile .yaml file (see examples/)",
+        fix="Name a profile .yaml file (`resumable init --out profile.yaml` writes a new one)",
     )
     return parse_profile(text, path)
 
@@ -877,7 +877,7 @@ def parse_profile(text: str, source: str = "<profile>") -> Profile:
         )
     data = profile_data(text, source)
     if data is None:
-        raise ProfileError("is empty", source, "Start from a file in examples/.")
+        raise ProfileError("is empty", source, "Write a profile there; `resumable init --out FILE` writes a new one.")
     try:
         return bind(Profile, data, "")
     except ProfileErrors as exc:

@@ -429,7 +429,6 @@ def build_job(f: JobFacts, storage: List[SharedVolumePlan], profile_dir: Optiona
     if f.process_level or f.pod_level:
         notes.append(Note("a fault on the rank-0 pod escalates to job-level rescheduling", "K8S Table 6; RT01"))
     root, where = log_root(f, storage)
-    notes.append(Note("logs and the recovery timeline: %s/<job> (%s)" % (root, where), LOG_SOURCE))
     if f.job.kind == "ascendjob":
         notes.append(
             Note(
@@ -439,6 +438,8 @@ def build_job(f: JobFacts, storage: List[SharedVolumePlan], profile_dir: Optiona
             )
         )
     launcher = build_launcher(f, root)
+    timeline = "%s/%s" % (launcher.log_dir, C.TIMELINE_FILE % "<host>")
+    notes.append(Note("logs under %s, the recovery timeline %s (%s)" % (launcher.log_dir, timeline, where), LOG_SOURCE))
     notes += release_notes(f)
     return JobPlan(
         name=job.name,

@@ -68,9 +68,10 @@ def cmd_launch(args: argparse.Namespace) -> int:
     if args.dry_run:
         sys.stdout.write(render_dry_run(spec, path))
         if spec.problems:
+            count = len(spec.problems)
             print(
-                "error: %s: a launch here would fail: %s. Fix the items marked `problem` above."
-                % (path, "; ".join(spec.problems)),
+                "error: %s: a launch here would fail (%d problem%s, the lines marked `problem` above). Fix them."
+                % (path, count, "" if count == 1 else "s"),
                 file=sys.stderr,
             )
             return EXIT_INVALID
@@ -171,7 +172,11 @@ def register(sub: Any) -> None:
     )
     _profile_args(la)
     la.add_argument("--dry-run", action="store_true", help="print the environment and commands, start nothing")
-    la.add_argument("--log-dir", metavar="DIR", help="job log directory (default: the plan's, under /job/code/alllogs)")
+    la.add_argument(
+        "--log-dir",
+        metavar="DIR",
+        help="job log directory (default: the plan's launcher.log_dir; `resumable plan` shows it)",
+    )
     la.add_argument(
         "script", nargs=argparse.REMAINDER, metavar="-- SCRIPT ARGS", help="training script (default: the plan's)"
     )

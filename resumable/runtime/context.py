@@ -26,7 +26,7 @@ import urllib.request
 from typing import Dict, List, Optional, Set
 
 from .. import __version__, fileio
-from ..api import job_plan
+from ..api import job_path, job_plan
 from ..errors import ResumableError
 from ..hardware import IMAGE_PLATFORM
 from ..plan.model import JobPlan, Plan, WheelPlan
@@ -124,8 +124,8 @@ def _download(url: str, dst: str) -> str:
     return sha256_file(dst)
 
 
-def _fetch_wheel(job: JobPlan, wheel: WheelPlan, wheels_dir: str) -> str:
-    where = "jobs[%s].image.wheels.%s" % (job.name, wheel.name)
+def _fetch_wheel(where_job: str, wheel: WheelPlan, wheels_dir: str) -> str:
+    where = "%s.image.wheels.%s" % (where_job, wheel.name)
     if wheel.file is not None:
         # the file name (distribution, version) is checked by the wheel-declaration rule of the plan
         filename = os.path.basename(wheel.file)
@@ -175,7 +175,7 @@ def check_wheel_files(plan: Plan, job: JobPlan) -> None:
     if missing:
         raise ResumableError(
             "needs vendor wheel files that are not there: place %s" % "; ".join(missing),
-            "jobs[%s].image.wheels" % job.name,
+            "%s.image.wheels (job %s)" % (job_path(plan, job), job.name),
             "Unpack each zip from the MindCluster release of your cluster and put the .whl file at that path "
             "(relative paths in the profile are relative to the profile's directory), then set its sha256 in the "
             "profile to `sha256sum` of the file. They are never installed from a package index by name.",
@@ -257,7 +257,7 @@ def prepare_context(plan: Plan, job_name: Optional[str], out_dir: str) -> ImageC
     job = job_plan(plan, job_name)
     if not job.image.base:
         raise ResumableError(
-            "jobs[%s].image.base is not set" % job.name,
+            "%s.image.base is not set (job %s)" % (job_path(plan, job), job.name),
             plan.profile,
             "Name the base image that already has CANN, torch and torch_npu (or MindSpore), e.g. "
             "ascendai/pytorch:2.7.1 built on CANN 8.5.0 (see images/runtime/README.md).",
@@ -267,7 +267,7 @@ def prepare_context(plan: Plan, job_name: Optional[str], out_dir: str) -> ImageC
     if missing:
         raise ResumableError(
             "the plan runs %s in the container but installs no %s wheel" % (", ".join(missing), ", ".join(missing)),
-            "jobs[%s].image" % job.name,
+            "%s.image (job %s)" % (job_path(plan, job), job.name),
             "Set image.%s (the version) and image.wheels.%s (file and sha256)." % (missing[0], missing[0]),
         )
     check_wheel_files(plan, job)
@@ -292,7 +292,7 @@ def prepare_context(plan: Plan, job_name: Optional[str], out_dir: str) -> ImageC
         copied: List[str] = []
         sums: List[str] = []
         for wheel in job.image.wheels:
-            filename = _fetch_wheel(job, wheel, wheels_dir)
+            filename = _fetch_wheel(job_path(plan, job), wheel, wheels_dir)
             copied.append(filename)
             sums.append("%s  %s\n" % (sha256_file(os.path.join(wheels_dir, filename)), filename))
             written.append("%s/%s" % (WHEELS_DIR, filename))
