@@ -787,7 +787,12 @@ class Job:
     )
     schedule_policy: Optional[str] = field(
         default=None,
-        metadata=spec("Annotation huawei.com/schedule_policy, e.g. chip8-node8 (VCAPI Table 3).", format=F.TOKEN),
+        metadata=spec(
+            "Annotation huawei.com/schedule_policy, e.g. chip8-node8 (VCAPI Table 3); the Atlas 950 SuperPoD "
+            "samples write chip8-node8-ra64-sp under the same key (MCD:samples/train/basic-training/ranktable/"
+            "yaml/950/a950_superpod_pytorch_acjob.yaml:10, master 7d97fe3 of 2026-05-30).",
+            format=F.TOKEN,
+        ),
     )
     host_network: Optional[bool] = field(
         default=None,

@@ -4,35 +4,31 @@ override what the plan owns; this module only lays it out."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Dict, Tuple
 
 from ..profile import Pod, SecurityContext, Toleration
 from .model import PodSettingsPlan
 
 
 def toleration(t: Toleration) -> Dict[str, Any]:
-    out: Dict[str, Any] = {"operator": t.operator}
-    if t.key is not None:
-        out["key"] = t.key
-    if t.value is not None:
-        out["value"] = t.value
-    if t.effect is not None:
-        out["effect"] = t.effect
-    if t.toleration_seconds is not None:
-        out["tolerationSeconds"] = t.toleration_seconds
-    return out
+    return {
+        "operator": t.operator,
+        **_given(("key", t.key), ("value", t.value), ("effect", t.effect), ("tolerationSeconds", t.toleration_seconds)),
+    }
+
+
+def _given(*pairs: Tuple[str, Any]) -> Dict[str, Any]:
+    """The Kubernetes fields the profile gives (None: left to Kubernetes)."""
+    return {key: value for key, value in pairs if value is not None}
 
 
 def pod_security(sc: SecurityContext) -> Dict[str, Any]:
-    out: Dict[str, Any] = {}
-    for key, value in (
+    out = _given(
         ("runAsUser", sc.run_as_user),
         ("runAsGroup", sc.run_as_group),
         ("runAsNonRoot", sc.run_as_non_root),
         ("fsGroup", sc.fs_group),
-    ):
-        if value is not None:
-            out[key] = value
+    )
     if sc.supplemental_groups:
         out["supplementalGroups"] = list(sc.supplemental_groups)
     if sc.seccomp_profile is not None:
@@ -41,19 +37,12 @@ def pod_security(sc: SecurityContext) -> Dict[str, Any]:
 
 
 def container_security(sc: SecurityContext) -> Dict[str, Any]:
-    out: Dict[str, Any] = {}
-    for key, value in (
+    out = _given(
         ("privileged", sc.privileged),
         ("allowPrivilegeEscalation", sc.allow_privilege_escalation),
         ("readOnlyRootFilesystem", sc.read_only_root_filesystem),
-    ):
-        if value is not None:
-            out[key] = value
-    caps: Dict[str, List[str]] = {}
-    if sc.capabilities_add:
-        caps["add"] = list(sc.capabilities_add)
-    if sc.capabilities_drop:
-        caps["drop"] = list(sc.capabilities_drop)
+    )
+    caps = _given(("add", list(sc.capabilities_add) or None), ("drop", list(sc.capabilities_drop) or None))
     if caps:
         out["capabilities"] = caps
     return out
