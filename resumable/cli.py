@@ -366,9 +366,10 @@ def cmd_docs(args: argparse.Namespace) -> int:
                 "resumable docs in %s" % shown(os.getcwd()),
                 "Run it in the root of an ascend-resumable checkout, or name a directory with --out DIR",
             )
-    elif not os.path.isdir(out) and not args.check:
-        print("creating %s" % out)
+    existed = os.path.isdir(out)
     changed = write_docs(out, check=args.check)
+    if not existed and not args.check:
+        print("created %s" % out)
     if args.check and changed:
         print("out of date: %s (run `resumable docs`)" % ", ".join(changed), file=sys.stderr)
         return EXIT_INVALID

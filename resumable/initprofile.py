@@ -40,10 +40,7 @@ class Answers(NamedTuple):
 def torch_build(release: str) -> R.TorchNpuBuild:
     """The torch_npu build the release was published with: the newest row of the table whose release is
     at most ``release``, torch 2.7.1 where the release has it (the torch of the MindSpeed-LLM samples)."""
-    wanted = Version(release)
-    rows = [b for b in R.TORCH_NPU_BUILDS if Version(b.release) <= wanted]
-    newest = max(Version(b.release) for b in rows)
-    same = [b for b in rows if Version(b.release) == newest]
+    same = R.builds_of_newest_release_up_to(Version(release))
     return next((b for b in same if b.torch == "2.7.1"), same[-1])
 
 
@@ -53,7 +50,7 @@ def wheels(a: Answers) -> List[str]:
     (mindx_elastic, HA72-075); for process-level recovery MindIO TTP."""
     out: List[str] = []
     if a.level in ("pod", "process"):
-        if Version(a.release) >= Version(R.TASKD_RUNPY_PATCH.since):
+        if R.at_least(Version(a.release), R.TASKD_RUNPY_PATCH):
             out.append("taskd")
         elif a.framework == "pytorch":
             out.append("mindx_elastic")

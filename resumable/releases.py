@@ -256,6 +256,14 @@ def torch_npu_release(package: Version) -> Optional[AdapterRelease]:
     return AdapterRelease(Version(newest.release), False, Version(newest.torch), newest)
 
 
+def builds_of_newest_release_up_to(release: Version) -> List[TorchNpuBuild]:
+    """The torch_npu packages of the newest product release at most ``release`` (what a profile for that
+    MindCluster release is written with, ``resumable init``)."""
+    rows = [b for b in TORCH_NPU_BUILDS if Version(b.release) <= release]
+    newest = max(Version(b.release) for b in rows)
+    return [b for b in rows if Version(b.release) == newest]
+
+
 _PARSED_BUILDS: List[Tuple[Version, TorchNpuBuild]] = []
 
 

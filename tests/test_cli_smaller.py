@@ -107,7 +107,7 @@ def test_docs_outside_a_checkout_creates_nothing(tmp_path: Path) -> None:
         text=True,
         env=env,
     )
-    assert made.returncode == 0 and made.stdout.startswith("creating generated")
+    assert made.returncode == 0 and made.stdout.startswith("created generated")
 
 
 def test_errors_point_to_what_an_installed_package_has(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

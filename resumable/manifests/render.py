@@ -201,7 +201,8 @@ def apply_steps(
                     "%s=%s" % (PREPARE_LABEL, PREPARE_VALUE),
                     "job",
                 ),
-                "the job directories on the export exist and are writable (on failure: kubectl logs job/NAME -n NS)",
+                "NFS storage: the job directories on the export exist and are writable (on failure: kubectl logs "
+                "job/NAME -n NS)",
             )
         )
     steps += [Step(("kubectl", "apply", "-k", _in(out, job_layer(job))), "job %s" % job) for job in jobs]

@@ -17,7 +17,7 @@ import pytest
 from conftest import ROOT
 
 from resumable.manifests import build_stack
-from resumable.releases import PATCH_RELEASES, STACK_RELEASES
+from resumable.releases import STACK_RELEASES
 
 from .facts import Key, facts, key_of, load_objects
 from .plans import RESILIENCE_DEVICE_PLUGIN_ARGS, RESILIENCE_NODED_ARGS, scheduler_plan
@@ -35,7 +35,7 @@ Facts = Dict[Key, Dict[str, Any]]
 def upstream_files(release: str, volcano: str) -> List[Path]:
     """The upstream manifests of ``release``; a patch release's are its base release's (identical at the
     tags: releases.PATCH_RELEASES), so 7.3.1, 7.3.2 and 26.0.1 are compared with the 7.3.0 and 26.0.0 files."""
-    root = release_dir(PATCH_RELEASES.get(release, release))
+    root = release_dir(release)
     names = ["ascend-operator.yaml", "clusterd.yaml", "ascendplugin-volcano.yaml", "noded.yaml", "npu-exporter.yaml"]
     return [root / f"volcano-v{volcano}.yaml"] + [root / n for n in names]
 
