@@ -413,10 +413,12 @@ def test_profiles_of_the_scenarios_are_valid_and_plan_what_the_scenarios_check()
         assert nodes["reserved_ports"] == [9601, 9602]
         assert nodes["nofile_limit"] == 100000
         assert nodes["ranktable_dirs"] == ["/user/mindx-dl/ranktable/training.gpt-pod-level"]
-        mount, export = nodes["shared_mounts"]
+        (mount,) = nodes["shared_mounts"]
+        export = nodes["export_mount"]
         assert mount["source"] == "a2-nfs:/exports/ascend/ranktable" and mount["opts"] == "rw,hard,_netdev"
         assert (mount["owner"], mount["group"], mount["mode"]) == ("hwMindX", "HwHiAiUser", "2775")
-        # the whole export on management nodes, where the job directories are created (shared_storage molecule)
+        # the whole export on management nodes, where the job directories are created (shared_storage molecule);
+        # not among the shared mounts `resumable doctor --node` asks for
         assert (export["source"], export["path"], export["where"]) == (
             "a2-nfs:/exports/ascend",
             "/mnt/ascend-resumable/export",

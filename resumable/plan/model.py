@@ -517,6 +517,8 @@ class NodePlan(PlanPart):
     #: the job directories on the NFS export (path under the management nodes' mount of the export,
     #: owner, group, mode): created before a pod mounts them (plan.nodes.job_dirs)
     job_dirs: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
+    #: the whole NFS export as the management nodes mount it to create ``job_dirs`` (empty: none to create)
+    export_mount: Dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass

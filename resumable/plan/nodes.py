@@ -126,6 +126,7 @@ def build_nodes(profile: Profile, facts: List[JobFacts], storage: Sequence[Share
         C.NODE_LABEL_NODED_ENABLE: "on",
     }
     mounts = []
+    export_mount: Dict[str, Any] = {}
     if profile.storage.nfs is not None:
         export = "%s:%s" % (profile.storage.nfs.server, profile.storage.nfs.path.rstrip("/"))
         mounts.append(
@@ -142,19 +143,19 @@ def build_nodes(profile: Profile, facts: List[JobFacts], storage: Sequence[Share
         )
         mounts[-1].update(RANKTABLE_ACCESS)
         if any(v.directory for v in storage):
-            mounts.append(
-                {
-                    "src": export,
-                    "path": C.EXPORT_HOST_ROOT,
-                    "subdir": "",
-                    "source": export,
-                    "fstype": "nfs",
-                    "opts": ",".join(C.NFS_MOUNT_OPTIONS),
-                    "where": "management",
-                    "reason": "the job directories (<namespace>/<job>/op-cache, checkpoints) are created there "
-                    "before a pod mounts them; the export's own owner and mode are left as the server has them",
-                }
-            )
+            # not a shared mount the nodes need (resumable doctor --node does not ask for it): the
+            # shared_storage role mounts it on management nodes to create the job directories
+            export_mount = {
+                "src": export,
+                "path": C.EXPORT_HOST_ROOT,
+                "subdir": "",
+                "source": export,
+                "fstype": "nfs",
+                "opts": ",".join(C.NFS_MOUNT_OPTIONS),
+                "where": "management",
+                "reason": "the job directories (<namespace>/<job>/op-cache, checkpoints) are created there "
+                "before a pod mounts them; the export's own owner and mode are left as the server has them",
+            }
     ranktable_dirs = [
         "%s/%s.%s" % (C.RANKTABLE_HOST_ROOT, f.job.namespace, f.job.name) for f in facts if f.job.ranktable
     ]
@@ -201,5 +202,6 @@ def build_nodes(profile: Profile, facts: List[JobFacts], storage: Sequence[Share
         ],
         ranktable_access=dict(RANKTABLE_ACCESS),
         job_dirs=job_dirs(storage),
+        export_mount=export_mount,
         node_profile={"path": C.PROFILE_PATH, "env": C.ENV_RESUMABLE_PROFILE},
     )
