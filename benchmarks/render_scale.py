@@ -125,7 +125,7 @@ def main() -> int:
             out = Path(tmp, "out-%d" % jobs)
             runs = [child_cpu(["render", str(path), "--out", str(out)], env) for _ in range(max(1, args.repeat))]
             cpu, total, wall = min(runs)
-            files = len(list(out.glob("*.yaml")))
+            files = len(list(out.rglob("*.yaml")))
             size = sum(f.stat().st_size for f in out.iterdir())
             print(
                 "%4d jobs x %d nodes: %6.2f s CPU render (%.2f to %.2f in %d runs; %5.2f s CPU with start-up and "

@@ -59,6 +59,14 @@ def load_plan_text(text: str, source: str = "<profile>", strict: bool = False) -
     return plan_profile(parse_profile(text, source), source, strict)
 
 
+def job_path(plan: Plan, job: JobPlan) -> str:
+    """Where ``job`` is in the profile, as every message names a profile place: ``jobs[<index>]``."""
+    for i, j in enumerate(plan.jobs):
+        if j is job or j.name == job.name:
+            return "jobs[%d]" % i
+    return "jobs[?]"
+
+
 def job_plan(plan: Plan, name: Optional[str] = None) -> JobPlan:
     """The plan of job ``name``; without a name, the profile's only job."""
     if name is None:

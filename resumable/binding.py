@@ -456,6 +456,9 @@ def _field_schema(
         out = {"type": _JSON_TYPES[type(choices[0])], "enum": list(choices)}
     else:
         out = {"type": _JSON_TYPES[inner]}
+        if inner is str and not meta.get("version"):
+            # the loader reads a number written for a string as its text (_string): the schema takes it too
+            out["type"] = ["string", "number"]
         if meta.get("minimum") is not None:
             out["minimum"] = meta["minimum"]
         if meta.get("maximum") is not None:

@@ -28,6 +28,9 @@ TaskdManagerChoice = Literal["auto", "rank0", "scheduler", "off"]
 #: where the TaskD Manager runs once the plan has decided
 TaskdManagerWhere = Literal["rank0", "scheduler", "none"]
 PullPolicy = Literal["Always", "IfNotPresent", "Never"]
+#: The OS flavour of the images on Huawei's registry from MindCluster 26.1.0 (``v26.1.0-<os>``); Volcano's
+#: are alpinelatest and openeuler24.03, so ubuntu22.04 means alpinelatest for them.
+ImageOs = Literal["openeuler24.03", "ubuntu22.04"]
 #: device plugin -hotReset: -1 off, 0 inference reset, 1 graceful fault tolerance, 2 offline reset
 #: for process-level recovery (INST04 step 4 / Table 3)
 HotReset = Literal[-1, 0, 1, 2]
@@ -59,3 +62,11 @@ def values(alias: Any) -> Tuple[Any, ...]:
 
 def is_literal(tp: Any) -> bool:
     return typing.get_origin(tp) is Literal
+
+
+#: Pod tolerations (KUBE core/v1 Toleration).
+TolerationOperator = Literal["Equal", "Exists"]
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+#: Container resources the profile may request beside the NPUs (the NPU resource is the plan's).
+PodResourceName = Literal["cpu", "memory", "ephemeral-storage", "hugepages-2Mi", "hugepages-1Gi"]
+SeccompType = Literal["RuntimeDefault", "Unconfined"]

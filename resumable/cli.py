@@ -25,15 +25,23 @@ import yaml
 from . import __version__
 from .api import PlanError, counts, load_plan
 from .binding import json_schema
+from .choices import Arch, Chip, values
 from .errors import ProfileErrors, ResumableError, for_people, shown
 from .fileio import Terminated
 from .plan.model import Note
 from .plan.text import render_text
 from .profile import Profile
+from .releases import STACK_RELEASES
 from .rules import format_violation
 from .rules.base import Violation
+from .versions import Version
 
 EXIT_OK, EXIT_INVALID, EXIT_INTERNAL = 0, 2, 3
+#: The Ansible collection this version of the package comes with (ansible_collections/.../galaxy.yml;
+#: tests/test_cli_init.py checks they agree).
+COLLECTION_NAME, COLLECTION_VERSION = "ascend_resumable.npu", "0.2.0"
+#: The releases `init` writes profiles for: the ones this version deploys.
+RELEASE_CHOICES = sorted(STACK_RELEASES, key=Version)
 
 
 #: Exit code after the reader of stdout closed it (128 + SIGPIPE, what a shell reports for a tool
@@ -44,6 +52,14 @@ EXIT_PIPE = 141
 def _print_violations(violations: Sequence[Violation], out: TextIO) -> None:
     for v in violations:
         print("  " + for_people(format_violation(v)), file=out)
+
+
+def _print_findings(violations: Sequence[Violation], notes: Sequence[Note]) -> None:
+    """The warnings and notes of a valid profile on stderr, as ``validate`` prints them (``render``
+    prints them too: a warning is never hidden by the command that acts on the profile)."""
+    _print_violations(violations, sys.stderr)
+    for note in notes:
+        print(for_people("  NOTE %s (source: %s)" % (note.text, note.source)), file=sys.stderr)
 
 
 def unicode_ok(stream: TextIO) -> bool:
@@ -76,11 +92,19 @@ def _violation_json(v: Violation) -> Dict[str, object]:
     }
 
 
+def _problem_json(path: str, e: ResumableError) -> Dict[str, object]:
+    """A profile problem as JSON: the place in the profile (``jobs[0].nodes``; "" for the file as a
+    whole), what is wrong, the fix, and the whole paragraph as text prints it."""
+    where = e.where or ""
+    place = where[len(path) + 2 :] if where.startswith(path + ": ") else ("" if where == path else where)
+    return {"path": place, "message": e.what, "fix": e.fix, "text": str(e)}
+
+
 def _outcome(
     path: str,
     summary: str,
     violations: Sequence[Violation] = (),
-    problems: Sequence[str] = (),
+    problems: Sequence[Dict[str, object]] = (),
     notes: Sequence[Note] = (),
     valid: bool = False,
 ) -> Dict[str, object]:
@@ -102,9 +126,9 @@ def _validate_one(path: str, strict: bool) -> Dict[str, object]:
     except PlanError as exc:
         return _outcome(path, counts(exc.violations), violations=exc.violations)
     except ProfileErrors as exc:
-        return _outcome(path, exc.what, problems=[str(e) for e in exc.errors])
+        return _outcome(path, exc.what, problems=[_problem_json(path, e) for e in exc.errors])
     except ResumableError as exc:
-        return _outcome(path, "unreadable or not a profile", problems=[str(exc)])
+        return _outcome(path, "unreadable or not a profile", problems=[_problem_json(path, exc)])
     return _outcome(path, counts(plan.violations), plan.violations, notes=plan.notes, valid=True)
 
 
@@ -134,9 +158,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             worst = EXIT_INVALID
             continue
         print("OK %s: %s" % (path, counts(plan.violations)))
-        _print_violations(plan.violations, sys.stderr)
-        for note in plan.notes:
-            print(for_people("  NOTE %s (source: %s)" % (note.text, note.source)), file=sys.stderr)
+        _print_findings(plan.violations, plan.notes)
     return worst
 
 
@@ -153,7 +175,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_schema(args: argparse.Namespace) -> int:
     schema = json_schema(Profile, "resumable profile")
-    print(dump_json(schema))
+    if args.format == "yaml":
+        print(dump_yaml(schema), end="")
+    else:
+        print(dump_json(schema))
     return EXIT_OK
 
 
@@ -178,29 +203,173 @@ def cmd_render(args: argparse.Namespace) -> int:
 
     images = _image_overrides(args.image)
     to_stdout = args.out == "-"
-    # A target that would be refused is refused before any work (write_stack checks again).
+    if args.layer and not to_stdout:
+        raise ResumableError(
+            "selects one layer, which only makes sense with --out -",
+            "--layer %s" % shown(args.layer),
+            "Write every layer to a directory with --out DIR, or print one with --out - --layer NAME",
+        )
+    # A target that would be refused is refused before any work (write_layers checks again).
     if not to_stdout:
         check_replaceable(output_path(args.out), args.out)
     plan = load_plan(args.profile, args.strict)
+    _print_findings(plan.violations, plan.notes)
     from .manifests import build_deployment, check_supported
-    from .manifests.render import write_stack, write_stream
+    from .manifests.render import steps_text, write_layers, write_stream
 
     check_supported(plan.scheduler)
-    objects = build_deployment(plan, crd_sources=args.crd_source or None, images=images or None).objects()
+    deployment = build_deployment(plan, crd_sources=args.crd_source or None, images=images or None)
+    layers = deployment.layers()
     if to_stdout:
-        # One multi-document stream for `kubectl apply -f -`; the summary goes to stderr.
+        chosen = layers
+        if args.layer:
+            chosen = [layer for layer in layers if layer.path == args.layer]
+            if not chosen:
+                raise ResumableError(
+                    "is not a layer of this render",
+                    "--layer %s" % shown(args.layer),
+                    "Name one of %s" % ", ".join(layer.path for layer in layers),
+                )
+        objects = [obj for layer in chosen for obj in layer.objects]
+        # One multi-document stream; the summary goes to stderr.
         write_stream(objects, sys.stdout)
         print("wrote %d objects to stdout" % len(objects), file=sys.stderr)
         return EXIT_OK
-    written = write_stack(objects, args.out)
-    print("wrote %d objects to %s" % (len(written), args.out))
+    written = write_layers(layers, args.out)
+    jobs = [j.name for j in plan.jobs]
+    prepare = any(v.storage == "nfs" for v in plan.storage)
+    print("wrote %d objects to %s in %d layers" % (len(written), args.out, len(layers)))
+    print(steps_text(args.out, jobs, prepare))
+    return EXIT_OK
+
+
+def _ask(args: argparse.Namespace, key: str, question: str, default: object) -> object:
+    """A flag's value; unset, the answer to ``question`` on a terminal (empty: the default), else the default."""
+    value = getattr(args, key)
+    if value is not None:
+        return value
+    if args.no_input or not sys.stdin.isatty():
+        return default
+    answer = input("%s [%s]: " % (question, default)).strip()
+    if not answer:
+        return default
+    return int(answer) if isinstance(default, int) else answer
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    """A new profile from flags or answers, checked through the one gate before it is written."""
+    from .api import load_plan_text
+    from .fileio import write_new_file
+    from .initprofile import Answers
+
+    base = Answers()
+    storage_class = args.storage_class
+    nfs = args.nfs
+    if storage_class is None and nfs is None:
+        nfs = str(
+            _ask(args, "nfs", "NFS export (SERVER:/PATH) for caches and checkpoints", "192.0.2.10:/exports/ascend")
+        )
+    if nfs is not None and (":" not in nfs or not nfs.partition(":")[2].startswith("/")):
+        raise ResumableError(
+            "is not SERVER:/PATH", "--nfs %s" % shown(nfs), "Write e.g. --nfs 10.0.0.10:/exports/ascend"
+        )
+    answers = Answers(
+        name=str(_ask(args, "name", "job name", base.name)),
+        namespace=str(_ask(args, "namespace", "namespace", base.namespace)),
+        release=str(_ask(args, "release", "MindCluster release (%s)" % ", ".join(RELEASE_CHOICES), base.release)),
+        chip=str(_ask(args, "chip", "chip", base.chip)),
+        accelerator_type=str(_ask(args, "accelerator_type", "accelerator type (node label)", base.accelerator_type)),
+        arch=str(_ask(args, "arch", "CPU architecture", base.arch)),
+        nodes=int(str(_ask(args, "nodes", "nodes", base.nodes))),
+        npus_per_node=int(str(_ask(args, "npus_per_node", "NPUs per node", base.npus_per_node))),
+        framework=str(_ask(args, "framework", "framework (pytorch, mindspore)", base.framework)),
+        level=str(_ask(args, "recovery", "recovery level wanted (job, pod, process)", base.level)),
+        nfs=nfs,
+        storage_class=storage_class,
+        cluster=args.cluster or base.cluster,
+    )
+    from .initprofile import profile_text
+
+    text = profile_text(answers)
+    source = "resumable init" if args.out == "-" else args.out
+    plan = load_plan_text(text, source)
+    _print_findings(plan.violations, [])
+    if args.out == "-":
+        sys.stdout.write(text)
+        return EXIT_OK
+    write_new_file(args.out, text, "--out")
+    print(
+        "wrote %s (%s %s, %d x %d NPUs, %s recovery); next: resumable validate %s"
+        % (args.out, answers.framework, answers.release, answers.nodes, answers.npus_per_node, answers.level, args.out)
+    )
+    return EXIT_OK
+
+
+def version_info() -> Dict[str, object]:
+    """What ``resumable version`` reports: this package, the MindCluster releases it deploys with their
+    Volcano builds and Kubernetes ranges, the releases it knows, the Ansible collection's version."""
+    from . import releases as R
+    from .hardware import MINDCLUSTER_RELEASES
+
+    releases = []
+    for stack in R.STACK_RELEASES.values():
+        releases.append(
+            {
+                "release": stack.version,
+                "volcano": [
+                    {
+                        "version": v,
+                        "default": v == stack.default_volcano,
+                        "kubernetes": [R.VOLCANO_BUILDS[v].kubernetes_min, R.VOLCANO_BUILDS[v].kubernetes_max],
+                    }
+                    for v in stack.volcano
+                ],
+            }
+        )
+    return {
+        "version": __version__,
+        "deploys": releases,
+        "knows": list(MINDCLUSTER_RELEASES),
+        "kubernetes": [R.KUBERNETES_MIN, R.KUBERNETES_MAX],
+        "collection": {"name": COLLECTION_NAME, "version": COLLECTION_VERSION},
+    }
+
+
+def cmd_version(args: argparse.Namespace) -> int:
+    info = version_info()
+    if args.format == "json":
+        print(dump_json(info))
+    elif args.format == "yaml":
+        print(dump_yaml(info), end="")
+    else:
+        print("resumable %s (collection %s %s)" % (__version__, COLLECTION_NAME, COLLECTION_VERSION))
+        for r in info["deploys"]:  # type: ignore[attr-defined]
+            builds = ", ".join(
+                "Volcano %s%s (Kubernetes %s to %s)"
+                % (v["version"], " default" if v["default"] else "", *v["kubernetes"])
+                for v in r["volcano"]
+            )
+            print("  MindCluster %s: %s" % (r["release"], builds))
+        print("  knows the releases %s" % ", ".join(info["knows"]))  # type: ignore[arg-type]
     return EXIT_OK
 
 
 def cmd_docs(args: argparse.Namespace) -> int:
     from .docsgen import write_docs
 
-    changed = write_docs(args.out, check=args.check)
+    out = args.out
+    if out is None:
+        out = "docs"
+        if not os.path.isdir(out):
+            raise ResumableError(
+                "has no docs/ directory",
+                "resumable docs in %s" % shown(os.getcwd()),
+                "Run it in the root of an ascend-resumable checkout, or name a directory with --out DIR",
+            )
+    existed = os.path.isdir(out)
+    changed = write_docs(out, check=args.check)
+    if not existed and not args.check:
+        print("created %s" % out)
     if args.check and changed:
         print("out of date: %s (run `resumable docs`)" % ", ".join(changed), file=sys.stderr)
         return EXIT_INVALID
@@ -209,18 +378,26 @@ def cmd_docs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _render_steps() -> str:
+    from .manifests.render import steps_text
+
+    return "\n".join("  " + line for line in steps_text().splitlines())
+
+
 #: One example per sub-command, shown at the end of its --help (the runtime commands included).
 EXAMPLES: Dict[str, str] = {
     "validate": "resumable validate examples/pytorch-process-recovery.yaml --strict\n"
     "  resumable validate profiles/*.yaml --format json | jq '.profiles[] | select(.valid | not)'",
     "plan": "resumable plan examples/pytorch-process-recovery.yaml --format json | jq '.jobs[0].env'",
     "schema": "resumable schema > profile.schema.json   # for an editor's YAML language server",
-    "render": "resumable render examples/pytorch-process-recovery.yaml --out rendered && kubectl apply -k rendered\n"
-    "  resumable render examples/pytorch-process-recovery.yaml --out - | kubectl apply -f -",
+    "render": "resumable render examples/pytorch-process-recovery.yaml --out DIR\n" + _render_steps(),
     "docs": "resumable docs --check   # exit 2 when docs/rules.md, profile.md or sources.md are out of date",
+    "init": "resumable init --out my-cluster.yaml --release 7.3.2 --nodes 4 --recovery pod --nfs 10.0.0.10:/exports/ai",
+    "version": "resumable version --format json | jq '.deploys[].release'",
     "launch": "resumable launch --dry-run --profile /etc/resumable/profile.yaml --job gpt -- train.py --lr 1e-4",
     "doctor": "resumable doctor --format json   # in a training container\n  resumable doctor --node compute",
-    "timeline": "resumable timeline /job/code/alllogs/resumable-timeline.jsonl --events",
+    "timeline": 'resumable timeline "$LOG_DIR/timeline-$(hostname).jsonl" --events   # LOG_DIR: the plan\'s '
+    "launcher.log_dir, its $(MINDX_TASK_ID) the pod's (`resumable plan PROFILE` notes the path)",
     "image": "resumable image context examples/pytorch-process-recovery.yaml --out build   # then run the printed "
     "podman build line",
     "image context": "resumable image context examples/pytorch-process-recovery.yaml --job llama-pretrain --out build",
@@ -251,6 +428,18 @@ def _add_examples(sub: Any) -> None:
             cmd.formatter_class = argparse.RawDescriptionHelpFormatter
 
 
+def add_format(p: argparse.ArgumentParser, *choices: str) -> None:
+    """``--format`` the same way on every command: the choices it has, the first the default; text is for
+    people (findings on stderr), json and yaml are one document on stdout."""
+    p.add_argument(
+        "--format",
+        choices=list(choices),
+        default=choices[0],
+        help="%s (default %s): text for people, findings on stderr; json and yaml: one document on stdout"
+        % (", ".join(choices), choices[0]),
+    )
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="resumable",
@@ -264,21 +453,17 @@ def parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="check profiles against every rule (exit 2 when invalid)")
     v.add_argument("profiles", nargs="+", metavar="PROFILE")
     v.add_argument("--strict", action="store_true", help="warnings fail too")
-    v.add_argument(
-        "--format",
-        choices=["text", "json"],
-        default="text",
-        help="text: one line per profile on stdout, findings on stderr; json: one document on stdout",
-    )
+    add_format(v, "text", "json")
     v.set_defaults(func=cmd_validate)
 
     pl = sub.add_parser("plan", help="print everything the profile implies")
     pl.add_argument("profile", metavar="PROFILE")
-    pl.add_argument("--format", choices=["text", "json", "yaml"], default="text")
+    add_format(pl, "text", "json", "yaml")
     pl.add_argument("--strict", action="store_true", help="warnings fail too")
     pl.set_defaults(func=cmd_plan)
 
     s = sub.add_parser("schema", help="print the profile's JSON Schema")
+    add_format(s, "json", "yaml")
     s.set_defaults(func=cmd_schema)
 
     r = sub.add_parser(
@@ -289,8 +474,13 @@ def parser() -> argparse.ArgumentParser:
         "--out",
         required=True,
         metavar="DIR",
-        help="directory to (re)write, one file per object and a Kustomization (kubectl apply -k); - writes one "
-        "multi-document YAML stream to stdout",
+        help="directory to (re)write: one directory per layer (1-crds, 2-cluster, 3-storage, 4-jobs/JOB), each "
+        "with a Kustomization, applied in that order (below); - writes one multi-document YAML stream to stdout",
+    )
+    r.add_argument(
+        "--layer",
+        metavar="LAYER",
+        help="with --out -: only this layer (1-crds, 2-cluster, 3-storage or 4-jobs/JOB)",
     )
     r.add_argument(
         "--crd-source",
@@ -309,8 +499,40 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--strict", action="store_true", help="warnings fail too")
     r.set_defaults(func=cmd_render)
 
+    ini = sub.add_parser(
+        "init",
+        help="write a new profile from a few answers (flags, or questions on a terminal), valid as written",
+        description="Write a new profile, like `helm create` or `pulumi new`: the chip and accelerator type, nodes "
+        "and NPUs, the MindCluster release, the framework, the recovery level wanted and the storage pick the "
+        "settings; the result is checked by the one gate before it is written, and it has comments. Flags not "
+        "given are asked on a terminal (--no-input: their defaults).",
+    )
+    ini.add_argument("--out", required=True, metavar="FILE", help="the new profile (never replaced); - for stdout")
+    ini.add_argument("--name", help="job name (default train)")
+    ini.add_argument("--namespace", help="job namespace (default training)")
+    ini.add_argument("--cluster", help="cluster name (default ascend)")
+    ini.add_argument("--release", choices=RELEASE_CHOICES, help="MindCluster release (default the newest)")
+    ini.add_argument("--chip", choices=values(Chip), help="chip family (default ascend-910b)")
+    ini.add_argument("--accelerator-type", help="accelerator-type node label (default module-910b-8)")
+    ini.add_argument("--arch", choices=values(Arch), help="CPU architecture (default aarch64)")
+    ini.add_argument("--nodes", type=int, help="nodes of the job (default 2)")
+    ini.add_argument("--npus-per-node", type=int, help="NPUs per node (default 8)")
+    ini.add_argument("--framework", choices=["pytorch", "mindspore"], help="framework (default pytorch)")
+    ini.add_argument("--recovery", choices=["job", "pod", "process"], help="recovery level wanted (default process)")
+    store = ini.add_mutually_exclusive_group()
+    store.add_argument("--nfs", metavar="SERVER:/PATH", help="an NFS export for caches and checkpoints")
+    store.add_argument("--storage-class", metavar="NAME", help="a ReadWriteMany storage class instead of NFS")
+    ini.add_argument("--no-input", action="store_true", help="ask nothing: defaults for what no flag gives")
+    ini.set_defaults(func=cmd_init)
+
+    ve = sub.add_parser(
+        "version", help="this tool's version, the MindCluster releases it deploys (Volcano, Kubernetes), the collection"
+    )
+    add_format(ve, "text", "json", "yaml")
+    ve.set_defaults(func=cmd_version)
+
     d = sub.add_parser("docs", help="regenerate docs/rules.md, docs/profile.md and docs/sources.md from the code")
-    d.add_argument("--out", default="docs", metavar="DIR")
+    d.add_argument("--out", metavar="DIR", help="where to write them (default: docs/ of the checkout you are in)")
     d.add_argument("--check", action="store_true", help="only report files that are out of date")
     d.set_defaults(func=cmd_docs)
 

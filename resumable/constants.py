@@ -274,3 +274,38 @@ ATTEMPT_STORE_PREFIX = "/worker/attempt_"
 #: Where the image recipe keeps the profile it was built from (the job templates mount the live one there).
 #: The nodes keep it there too (Ansible role resumable_install), so `resumable doctor` finds it by default.
 PROFILE_PATH = PROFILE_MOUNT_DIR + "/" + PROFILE_FILE_NAME
+
+
+# --- shared storage ------------------------------------------------------------------------------------
+#: The uid and gid an NFS export with root_squash (the default) maps root to: anonuid/anongid default
+#: 65534 (NFS exports(5)); the training runs as root, so that is who writes the job directories.
+NFS_SQUASHED_ID = 65534
+#: Largest uid/gid (Linux: 32-bit, 4294967295 is (uid_t)-1, never a user).
+ID_MAX = 4294967294
+#: The image of the Job that prepares the job directories on an NFS export (storage.nfs.prepare_image).
+STORAGE_PREPARE_IMAGE = "busybox:1.36"
+#: Where the Ansible role shared_storage mounts the whole export on management nodes to create the job
+#: directories (PROJECT: a mount of this project's own, not a MindCluster path).
+EXPORT_HOST_ROOT = "/mnt/ascend-resumable/export"
+
+#: The names of the volumes the plan gives every training pod (plan.job.volumes), with what they hold;
+#: a user volume may not take one (rule job-volumes).
+VOLUME_SHM = "shm"
+VOLUME_OP_CACHE = "op-cache"
+VOLUME_CHECKPOINTS = "checkpoints"
+VOLUME_DRIVER = "ascend-driver"
+VOLUME_LOCALTIME = "localtime"
+VOLUME_PROFILE = "resumable-profile"
+PLANNED_VOLUMES = {
+    VOLUME_SHM: "shared memory",
+    VOLUME_OP_CACHE: "the compile cache",
+    VOLUME_CHECKPOINTS: "checkpoints",
+    RANKTABLE_VOLUME: "the RankTable",
+    RESET_CONFIG_VOLUME: "the reset config",
+    VOLUME_DRIVER: "the NPU driver",
+    VOLUME_LOCALTIME: "the host's time zone",
+    VOLUME_PROFILE: "the resumable profile",
+}
+
+#: The recovery timeline in the job's log directory (plan.launcher.log_dir), one file per host.
+TIMELINE_FILE = "timeline-%s.jsonl"

@@ -1,4 +1,5 @@
-"""Generate docs/rules.md, docs/profile.md and docs/sources.md from the code (never edited by hand)."""
+"""Generate docs/rules.md, docs/profile.md, docs/sources.md and docs/deploy.md from the code (never edited
+by hand)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Dict, List, Sequence
 from . import hardware as H
 from . import releases as R
 from .binding import markdown_reference
+from .deploydoc import deploy_markdown
 from .envowners import ENV_OWNERS
 from .fileio import ensure_directory, write_file
 from .profile import Profile
@@ -28,6 +30,7 @@ SECTIONS = [
     ("software", "Launchers, ranktable and wheels"),
     ("cluster", "Cluster consistency"),
     ("workload", "Job templates"),
+    ("pod", "Training pod settings"),
 ]
 
 
@@ -172,6 +175,7 @@ def write_docs(directory: str, check: bool = False) -> List[str]:
         "rules.md": rules_markdown(),
         "profile.md": profile_markdown(),
         "sources.md": sources_markdown(HEADER),
+        "deploy.md": deploy_markdown(HEADER),
     }
     changed: List[str] = []
     for name, text in wanted.items():

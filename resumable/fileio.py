@@ -344,10 +344,16 @@ def _remove_staging(staging: str, final: str) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
+def _plain_relative(name: str) -> bool:
+    """``name`` is a relative path of plain parts (no empty, hidden, ``.`` or ``..`` part)."""
+    return bool(name) and all(part and not part.startswith(".") for part in name.split("/"))
+
+
 def replace_directory(
     raw: str, files: Sequence[Tuple[str, str]], option: str = "--out", command: str = "resumable render"
 ) -> List[Path]:
-    """Make ``raw`` a directory holding exactly ``files`` (name, text) plus :data:`MARKER`.
+    """Make ``raw`` a directory holding exactly ``files`` (name, text) plus :data:`MARKER`; a name
+    may be a relative path (``1-crds/Kustomization``), whose directories are created.
 
     Nothing is changed when anything fails: the previous directory stays, the staging directory and
     the parents we created are removed. Raises :class:`OutputError` for a target we may not replace
@@ -358,8 +364,8 @@ def replace_directory(
     check_replaceable(final, raw, option)
     parent, name = os.path.split(final)
     names = [n for n, _ in files]
-    if len(set(names)) != len(names) or any(not n or "/" in n or n.startswith(".") for n in names):
-        raise ValueError("output file names must be distinct plain names: %r" % names)
+    if len(set(names)) != len(names) or not all(_plain_relative(n) for n in names):
+        raise ValueError("output file names must be distinct relative paths without hidden parts: %r" % names)
     created = _make_parents(parent, where)
     _sweep(parent, name)
     # The names are chosen before the directories exist, so that a signal arriving at any point
@@ -374,6 +380,9 @@ def replace_directory(
                 with open(os.path.join(staging, MARKER), "x", encoding="utf-8") as handle:
                     handle.write(_marker_text(command))
                 for file_name, text in files:
+                    folder = os.path.dirname(file_name)
+                    if folder:
+                        os.makedirs(os.path.join(staging, folder), 0o755, exist_ok=True)
                     with open(os.path.join(staging, file_name), "x", encoding="utf-8") as handle:
                         handle.write(text)
                 os.chmod(staging, 0o755)
@@ -446,5 +455,26 @@ def write_file(directory: str, name: str, text: str, option: str = "--out") -> s
     except OSError as exc:
         raise OutputError(
             "cannot be written (%s)" % (exc.strerror or exc), _where(option, directory), "Choose a place you can write"
+        ) from None
+    return path
+
+
+def write_new_file(path: str, text: str, option: str = "--out") -> str:
+    """Write ``text`` to ``path``, a file that must not exist yet (``resumable init`` never replaces a
+    profile someone wrote); the directory must exist."""
+    where = _where(option, path)
+    if not path:
+        raise OutputError("is empty", where, "Name the new file, e.g. %s profile.yaml" % option)
+    if os.path.lexists(path):
+        raise OutputError("exists already", where, "Name a new file, or remove or rename the old one yourself")
+    directory = os.path.dirname(path) or "."
+    if not os.path.isdir(directory):
+        raise OutputError("is in a directory that does not exist", where, "Create the directory first")
+    try:
+        with open(path, "x", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise OutputError(
+            "cannot be written (%s)" % (exc.strerror or exc), where, "Choose a place you can write"
         ) from None
     return path

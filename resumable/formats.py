@@ -85,6 +85,48 @@ def _dns_subdomain(value: str) -> Optional[str]:
     return None
 
 
+def _label_key(value: str) -> Optional[str]:
+    """A label or annotation key (Kubernetes qualified name): ``[prefix/]name``, the prefix a DNS
+    subdomain, the name at most 63 characters."""
+    if not value:
+        return "is empty"
+    prefix, slash, name = value.rpartition("/")
+    if slash and _dns_subdomain(prefix) is not None:
+        return "%s has a prefix that is not a DNS subdomain" % shown(value)
+    if len(name) > 63 or _LABEL_VALUE.fullmatch(name) is None:
+        return "%s is not a Kubernetes label key" % shown(value)
+    return None
+
+
+_SUFFIX = {
+    "": 1.0,
+    "m": 1e-3,
+    "k": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+    "P": 1e15,
+    "E": 1e18,
+    "Ki": 2.0**10,
+    "Mi": 2.0**20,
+    "Gi": 2.0**30,
+    "Ti": 2.0**40,
+    "Pi": 2.0**50,
+    "Ei": 2.0**60,
+}
+
+
+def quantity_value(value: str) -> float:
+    """The number a valid Kubernetes quantity stands for (``500m`` -> 0.5, ``1Gi`` -> 2**30), to compare two."""
+    m = _QUANTITY.fullmatch(value)
+    if m is None:
+        raise ValueError("not a quantity: %r" % value)
+    sign, number, suffix = m.groups()
+    suffix = suffix or ""
+    scale = 10.0 ** int(suffix[1:]) if suffix[:1] in ("e", "E") else _SUFFIX[suffix]
+    return (-1.0 if sign == "-" else 1.0) * float(number) * scale
+
+
 def quantity_problem(value: str, positive: bool = False) -> Optional[str]:
     """What is wrong with ``value`` as a Kubernetes quantity (``500m``, ``8``, ``200Gi``, ``1e3``)."""
     if not value:
@@ -190,7 +232,10 @@ FILE_PATH = "file-path"
 IMAGE = "image"
 REGISTRY = "registry"
 TOKEN = "token"
+MODE = "mode"
+LABEL_KEY = "label-key"
 
+_MODE = re.compile(r"[0-7]{3,4}")
 _QUANTITY_PATTERN = r"^[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([KMGTPE]i|[mkMGTPE]|[eE][+-]?[0-9]+)?$"
 
 FORMATS: Dict[str, Format] = {
@@ -264,6 +309,20 @@ FORMATS: Dict[str, Format] = {
         ),
         Format(REGISTRY, "a registry prefix such as registry.example.com/mindx, or empty", _registry, None, 255),
         Format(TOKEN, "a word without white space", _token, r"^\S+$", 253),
+        Format(
+            LABEL_KEY,
+            "a Kubernetes label or annotation key such as example.com/team or team",
+            _label_key,
+            None,
+            317,
+        ),
+        Format(
+            MODE,
+            "an octal file mode of 3 or 4 digits such as 0775 or 2775",
+            _regex_check(_MODE, 4, "an octal file mode"),
+            "^" + _MODE.pattern + "$",
+            4,
+        ),
     ]
 }
 
@@ -309,11 +368,18 @@ def release_image_tag(release: str) -> str:
     return "v%s" % release
 
 
-def volcano_image_tag(volcano: str, release: Optional[str] = None) -> str:
+def volcano_image_tag(volcano: str, release: Optional[str] = None, os_flavour: Optional[str] = None) -> str:
     """The tag of a Volcano image: ``v<volcano>``, or ``v<volcano>-v<release>`` where the tag embeds
-    the MindCluster release (SWR and the 26.1 manifests; INST05, HELM values 26.1)."""
+    the MindCluster release (SWR and the 26.1 manifests; INST05, HELM values 26.1), with ``-<os>``
+    where the registry tags the OS flavour (from 26.1.0: ``v1.12.0-v26.1.0-alpinelatest``)."""
     tag = "v%s" % volcano
-    return "%s-%s" % (tag, release_image_tag(release)) if release else tag
+    tag = "%s-%s" % (tag, release_image_tag(release)) if release else tag
+    return "%s-%s" % (tag, os_flavour) if os_flavour else tag
+
+
+def with_os_flavour(tag: str, os_flavour: Optional[str]) -> str:
+    """``<tag>-<os>`` as Huawei's registry tags images from 26.1.0 (``v26.1.0-openeuler24.03``)."""
+    return "%s-%s" % (tag, os_flavour) if os_flavour else tag
 
 
 def component_image_reference(local_name: str, tag: str, registry: str = "") -> str:

@@ -13,6 +13,7 @@ import re
 from typing import Dict, NamedTuple, Optional, Tuple
 
 from .choices import Arch, Chip
+from .versions import Version, VersionError
 
 
 class AcceleratorType(NamedTuple):
@@ -116,6 +117,20 @@ _RELEASE = re.compile(
     r"^v?(?P<base>[0-9]+\.[0-9]+\.(?:[0-9]+|RC[0-9]+))(?P<suffix>(?:[.-](?:SPC[0-9]+|B[0-9]+|beta\.?[0-9]+|[0-9]+))*)$",
     re.IGNORECASE,
 )
+
+
+def newer_release(text: str) -> Optional[str]:
+    """The release ``text`` names when it is written like one but is newer than every release here
+    (``26.2.0``, ``27.0.RC1``): a release published after this version of the package; None otherwise."""
+    m = _RELEASE.match(text.strip())
+    if m is None or release_base(text) is not None:
+        return None
+    try:
+        version = Version(m.group("base"))
+        newest = Version(MINDCLUSTER_RELEASES[-1])
+    except VersionError:
+        return None
+    return m.group("base").upper() if version > newest else None
 
 
 def release_base(text: str) -> Optional[str]:

@@ -25,14 +25,19 @@ from .choices import (
     FaultScheduling,
     Framework,
     HotReset,
+    ImageOs,
     JobKind,
     Launcher,
+    PodResourceName,
     PullPolicy,
     ResourceName,
     RestartPolicy,
+    SeccompType,
     Strategy,
     SubHealth,
+    TaintEffect,
     TaskdManagerChoice,
+    TolerationOperator,
     TorAffinity,
     WheelName,
     values,
@@ -58,6 +63,39 @@ class Nfs:
         default="", metadata=spec("NFS server address.", required=True, example="10.0.0.10", format=F.HOST)
     )
     path: str = field(default="", metadata=spec("Exported path on the server.", required=True, format=F.SERVER_PATH))
+    owner: int = field(
+        default=C.NFS_SQUASHED_ID,
+        metadata=spec(
+            "uid that owns each job's directories on the export (<path>/<namespace>/<job>/op-cache and "
+            "checkpoints, created before the job's pods mount them). The training runs as root, which an export "
+            "with root_squash (the NFS default) maps to 65534 (nobody): keep 65534 there; with all_squash and "
+            "anonuid=N write N; with no_root_squash any owner works (NFS exports(5)).",
+            minimum=0,
+            maximum=C.ID_MAX,
+        ),
+    )
+    group: int = field(
+        default=C.NFS_SQUASHED_ID,
+        metadata=spec(
+            "gid of the job directories (65534, nogroup, is what root_squash maps root's group to; anongid=N "
+            "with all_squash).",
+            minimum=0,
+            maximum=C.ID_MAX,
+        ),
+    )
+    mode: str = field(
+        default="0775",
+        metadata=spec("Mode of the job directories (octal).", format=F.MODE),
+    )
+    prepare_image: str = field(
+        default=C.STORAGE_PREPARE_IMAGE,
+        metadata=spec(
+            "Image of the Kubernetes Job that creates the job directories on the export as owner:group "
+            "(`resumable render` and `pulumi up`; it needs sh, mkdir, chmod and stat); on a cluster without "
+            "internet access name a copy in your registry.",
+            format=F.IMAGE,
+        ),
+    )
 
 
 @dataclass
@@ -140,11 +178,21 @@ class Scheduler:
             format=F.REGISTRY,
         ),
     )
+    image_os: ImageOs = field(
+        default="openeuler24.03",
+        metadata=spec(
+            "OS flavour of the stack images on Huawei's registry from MindCluster 26.1.0, whose tags are "
+            "<version>-<os> (v26.1.0-openeuler24.03, v26.1.0-ubuntu22.04; Volcano v1.12.0-v26.1.0-openeuler24.03 "
+            "or, for ubuntu22.04, -alpinelatest); used with image_registry only (MC:@branch_v26.1.0 "
+            "docker/*/OVERVIEW.md).",
+        ),
+    )
     image_pull_policy: Optional[PullPolicy] = field(
         default=None,
         metadata=spec(
-            "Pull policy for all stack images; null = upstream's (Never for MindCluster images, "
-            "IfNotPresent for Volcano).",
+            "Pull policy for all stack images; null = IfNotPresent when image_registry is set (the images are "
+            "pulled from it), else upstream's (Never for MindCluster images, loaded on every node; IfNotPresent "
+            "for Volcano).",
         ),
     )
     image_pull_secrets: List[str] = field(
@@ -262,6 +310,23 @@ class Image:
             "Training image reference (registry/name:tag) the job templates run (plan.jobs[].image.name); "
             "null = the deployment builds and names it.",
             format=F.IMAGE,
+        ),
+    )
+    registry: Optional[str] = field(
+        default=None,
+        metadata=spec(
+            "Registry prefix the training image is pushed to and pulled from when image.name is not given: the "
+            "job runs <registry>/<job>:<release>, the reference `resumable image context` tags and pushes; null "
+            "with no image.name = a local name (ascend-resumable/<job>:<release>) only nodes that loaded it can run.",
+            format=F.REGISTRY,
+        ),
+    )
+    pull_secrets: List[str] = field(
+        default_factory=list,
+        metadata=spec(
+            "Existing image pull Secrets in the job's namespace the training pods name (imagePullSecrets); a "
+            "Pulumi stack with a registry login adds its own <job>-registry.",
+            format=F.DNS_SUBDOMAIN,
         ),
     )
     base: Optional[str] = field(
@@ -554,7 +619,110 @@ class JobVolume:
             format=F.DNS_SUBDOMAIN,
         ),
     )
+    config_map: Optional[str] = field(
+        default=None, metadata=spec("An existing ConfigMap in the job's namespace.", format=F.DNS_SUBDOMAIN)
+    )
+    secret: Optional[str] = field(
+        default=None, metadata=spec("An existing Secret in the job's namespace.", format=F.DNS_SUBDOMAIN)
+    )
+    empty_dir: Optional[str] = field(
+        default=None,
+        metadata=spec(
+            "An emptyDir of at most this size (e.g. 100Gi; '0' for no limit): scratch space on the node.",
+            format=F.QUANTITY,
+        ),
+    )
     read_only: bool = field(default=False, metadata=spec("Mount read-only."))
+
+
+@dataclass
+class Toleration:
+    """A toleration of the training pods (tainted NPU nodes; KUBE core/v1 Toleration)."""
+
+    key: Optional[str] = field(
+        default=None, metadata=spec("Taint key; null with operator Exists tolerates every taint.", format=F.LABEL_KEY)
+    )
+    operator: TolerationOperator = field(default="Equal", metadata=spec("Equal or Exists."))
+    value: Optional[str] = field(
+        default=None, metadata=spec("Taint value (with operator Equal).", format=F.LABEL_VALUE)
+    )
+    effect: Optional[TaintEffect] = field(default=None, metadata=spec("Taint effect; null matches every effect."))
+    toleration_seconds: Optional[int] = field(
+        default=None,
+        metadata=spec("With effect NoExecute: seconds the pod stays after the taint appears.", minimum=0, maximum=DAY),
+    )
+
+
+@dataclass
+class SecurityContext:
+    """The training pods' security settings (Pod Security admission, site policy). NPU containers run
+    as root by default (the driver's device files); set only what the site needs."""
+
+    run_as_user: Optional[int] = field(default=None, metadata=spec("runAsUser.", minimum=0, maximum=C.ID_MAX))
+    run_as_group: Optional[int] = field(default=None, metadata=spec("runAsGroup.", minimum=0, maximum=C.ID_MAX))
+    run_as_non_root: Optional[bool] = field(default=None, metadata=spec("runAsNonRoot."))
+    fs_group: Optional[int] = field(
+        default=None, metadata=spec("Pod fsGroup (group of the mounted volumes).", minimum=0, maximum=C.ID_MAX)
+    )
+    supplemental_groups: List[int] = field(
+        default_factory=list, metadata=spec("Pod supplementalGroups.", minimum=0, maximum=C.ID_MAX)
+    )
+    privileged: Optional[bool] = field(default=None, metadata=spec("Container privileged."))
+    allow_privilege_escalation: Optional[bool] = field(
+        default=None, metadata=spec("Container allowPrivilegeEscalation.")
+    )
+    read_only_root_filesystem: Optional[bool] = field(default=None, metadata=spec("Container readOnlyRootFilesystem."))
+    capabilities_add: List[str] = field(
+        default_factory=list, metadata=spec("Capabilities to add (e.g. IPC_LOCK).", format=F.TOKEN)
+    )
+    capabilities_drop: List[str] = field(
+        default_factory=list, metadata=spec("Capabilities to drop (e.g. ALL).", format=F.TOKEN)
+    )
+    seccomp_profile: Optional[SeccompType] = field(
+        default=None, metadata=spec("Pod seccompProfile type (RuntimeDefault for Pod Security restricted).")
+    )
+
+
+@dataclass
+class Pod:
+    """What the training pods get besides the recovery plan: resources beside the NPUs, tolerations,
+    more node selection, priority, labels, annotations, security. Nothing here may override what the
+    plan sets (a label, annotation, node label or resource it owns: rule pod-settings); anything
+    else goes into a kustomize overlay (docs/deploy.md)."""
+
+    requests: Dict[PodResourceName, str] = field(
+        default_factory=dict,
+        metadata=spec("Container requests beside the NPUs, e.g. {cpu: '64', memory: 512Gi}.", format=F.QUANTITY),
+    )
+    limits: Dict[PodResourceName, str] = field(
+        default_factory=dict,
+        metadata=spec("Container limits beside the NPUs (at least the requests).", format=F.QUANTITY),
+    )
+    tolerations: List[Toleration] = field(
+        default_factory=list, metadata=spec("Tolerations, e.g. of the taint on the NPU nodes.")
+    )
+    node_selector: Dict[str, str] = field(
+        default_factory=dict,
+        metadata=spec(
+            "Node labels added to the plan's selection (host-arch, accelerator-type).",
+            key_format=F.LABEL_KEY,
+            format=F.LABEL_VALUE,
+        ),
+    )
+    priority_class: Optional[str] = field(
+        default=None, metadata=spec("priorityClassName of the training pods.", format=F.DNS_SUBDOMAIN)
+    )
+    labels: Dict[str, str] = field(
+        default_factory=dict,
+        metadata=spec("Labels of the training pods (quotas, cost centres).", key_format=F.LABEL_KEY),
+    )
+    annotations: Dict[str, str] = field(
+        default_factory=dict,
+        metadata=spec("Annotations of the training pods.", key_format=F.LABEL_KEY, multiline=True),
+    )
+    security_context: SecurityContext = field(
+        default_factory=SecurityContext, metadata=spec("Security context (pod and container fields).")
+    )
 
 
 @dataclass
@@ -619,7 +787,12 @@ class Job:
     )
     schedule_policy: Optional[str] = field(
         default=None,
-        metadata=spec("Annotation huawei.com/schedule_policy, e.g. chip8-node8 (VCAPI Table 3).", format=F.TOKEN),
+        metadata=spec(
+            "Annotation huawei.com/schedule_policy, e.g. chip8-node8 (VCAPI Table 3); the Atlas 950 SuperPoD "
+            "samples write chip8-node8-ra64-sp under the same key (MCD:samples/train/basic-training/ranktable/"
+            "yaml/950/a950_superpod_pytorch_acjob.yaml:10, master 7d97fe3 of 2026-05-30).",
+            format=F.TOKEN,
+        ),
     )
     host_network: Optional[bool] = field(
         default=None,
@@ -627,7 +800,14 @@ class Job:
     )
     volumes: List[JobVolume] = field(
         default_factory=list,
-        metadata=spec("The user's volumes (code, data, output): a host path or an existing claim each (RT06)."),
+        metadata=spec(
+            "The user's volumes (code, data, output, credentials): a host path, an existing claim, a ConfigMap, "
+            "a Secret or an emptyDir each (RT06)."
+        ),
+    )
+    pod: Pod = field(
+        default_factory=Pod,
+        metadata=spec("Training pod settings beside the recovery plan's (resources, tolerations, security, ...)."),
     )
     tor_affinity: Optional[TorAffinity] = field(
         default=None,
@@ -672,7 +852,7 @@ def load_profile(path: str) -> Profile:
         what="profile",
         limit=PROFILE_MAX_BYTES,
         error=ProfileError,
-        fix="Name a profile .yaml file (see examples/)",
+        fix="Name a profile .yaml file (`resumable init --out profile.yaml` writes a new one)",
     )
     return parse_profile(text, path)
 
@@ -702,7 +882,7 @@ def parse_profile(text: str, source: str = "<profile>") -> Profile:
         )
     data = profile_data(text, source)
     if data is None:
-        raise ProfileError("is empty", source, "Start from a file in examples/.")
+        raise ProfileError("is empty", source, "Write a profile there; `resumable init --out FILE` writes a new one.")
     try:
         return bind(Profile, data, "")
     except ProfileErrors as exc:

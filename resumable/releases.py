@@ -100,6 +100,46 @@ EXPORTER_NO_UPDATE_TIME = Gate("26.1.0", "MC:@branch_v26.1.0 component/npu-expor
 #: Volcano image tags embed the MindCluster release (``v1.9.0-v26.1.0``; INST05; HELM values 26.1).
 VOLCANO_RELEASE_TAGS = Gate("26.1.0", "INST05; HELM values 26.1")
 
+#: The release build names the Volcano NPU plugin ``volcano-npu_v<release>`` without the
+#: ``_linux-<arch>`` suffix (fix "volcano 插件找不到动态库的问题", commits 50a62bed on the 7.3 line and
+#: ef8b0e13 on 26.0; @v7.3.0 and @v7.3.0.SPC1 build.sh:54 still append the arch).
+VOLCANO_PLUGIN_WITHOUT_ARCH = Gate(
+    "7.3.1",
+    "MC:@v7.3.1 component/ascend-for-volcano/build/build.sh:54; MC:@v26.0.0 build.sh:54; MC:@v26.1.0 build.sh:61",
+)
+#: Huawei's registry (SWR ascendhub) tags images ``<version>-<os>`` (``v26.1.0-openeuler24.03``,
+#: ``v1.12.0-v26.1.0-alpinelatest``); up to 26.0 the tag is the version alone. The 26.1.0 Helm chart
+#: named ``v26.1.0`` (fixed after the tag: commit 6b15c7c2 on branch_v26.1.0).
+REGISTRY_OS_TAGS = Gate(
+    "26.1.0",
+    "MC:@branch_v26.1.0 docker/ascend-operator/OVERVIEW.md:40-69, docker/ascend-for-volcano/OVERVIEW.md:62-78, "
+    "helm-deploy-tool/app/values.yaml:5",
+)
+#: The device plugin detects hung training: every 60 s it compares AI Core use, HBM, traffic and process CPU
+#: time with thresholds, and after 5 hits in a row reports fault 200001002 (NotHandleFault by default).
+HANG_DETECTION = Gate(
+    "26.1.0",
+    "MC:@v26.1.0 component/ascend-device-plugin/pkg/device/hangdetection/hang_detector.go:46,101,330; "
+    "MC:@v26.1.0 component/ascend-device-plugin/pkg/common/hang_config.go:47-64; "
+    "MC:@v26.1.0 component/ascend-device-plugin/build/faultCode.json:15; MC:@v26.1.0 docs/zh/scheduling/04_usage/"
+    "04_resumable_training/03_configuration/01_configuring_fault_detection_levels.md:1723-1790",
+)
+#: Device plugin and NodeD -deviceResetTimeout default 600 s (60 s up to 26.0): after a reset they wait up to this
+#: long for the driver to report every chip.
+DEVICE_RESET_TIMEOUT_600 = Gate(
+    "26.1.0", "MC:@v26.1.0 component/ascend-common/api/consts.go:207-212; MC:@v26.0.0 consts.go:206"
+)
+#: Known issue of 26.1.0: process-level rescheduling may hit a gloo segmentation fault after repeated
+#: reschedules (about 0.00125); keep Job/Pod rescheduling as the fallback.
+PROCESS_LEVEL_GLOO_SEGFAULT = Gate("26.1", "MC:@v26.1.0 docs/zh/release_notes.md:285")
+#: seconds between two hang checks and hits before the report (hang_detector.go:46; hang_config.go:52)
+HANG_CHECK_SECONDS = 60
+HANG_CHECK_HITS = 5
+#: the fault code of a hang (ascend-common/devmanager/common/constants.go:98)
+HANG_FAULT_CODE = "200001002"
+#: -deviceResetTimeout defaults (consts.go)
+DEVICE_RESET_TIMEOUT_DEFAULT, DEVICE_RESET_TIMEOUT_BEFORE = 600, 60
+
 # --- Volcano builds (Volcano versions, not MindCluster releases) -------------------------------------
 #: The 1.9.0 scheduler and controllers layout (RBAC, flags) as opposed to 1.7.0's.
 VOLCANO_19 = Gate("1.9.0", "MC:@v6.0.0 component/ascend-for-volcano/build/volcano-v1.9.0.yaml")
@@ -216,6 +256,14 @@ def torch_npu_release(package: Version) -> Optional[AdapterRelease]:
     return AdapterRelease(Version(newest.release), False, Version(newest.torch), newest)
 
 
+def builds_of_newest_release_up_to(release: Version) -> List[TorchNpuBuild]:
+    """The torch_npu packages of the newest product release at most ``release`` (what a profile for that
+    MindCluster release is written with, ``resumable init``)."""
+    rows = [b for b in TORCH_NPU_BUILDS if Version(b.release) <= release]
+    newest = max(Version(b.release) for b in rows)
+    return [b for b in rows if Version(b.release) == newest]
+
+
 _PARSED_BUILDS: List[Tuple[Version, TorchNpuBuild]] = []
 
 
@@ -257,9 +305,19 @@ class StackRelease(NamedTuple):
 STACK_RELEASES: Dict[str, StackRelease] = {
     "6.0.0": StackRelease("6.0.0", ("1.7.0", "1.9.0"), "1.9.0"),
     "7.3.0": StackRelease("7.3.0", ("1.7.0", "1.9.0"), "1.9.0"),
+    "7.3.1": StackRelease("7.3.1", ("1.7.0", "1.9.0"), "1.9.0"),
+    "7.3.2": StackRelease("7.3.2", ("1.7.0", "1.9.0"), "1.9.0"),
     "26.0.0": StackRelease("26.0.0", ("1.7.0", "1.9.0"), "1.9.0"),
+    "26.0.1": StackRelease("26.0.1", ("1.7.0", "1.9.0"), "1.9.0"),
     "26.1.0": StackRelease("26.1.0", ("1.7.0", "1.9.0", "1.12.0"), "1.12.0"),
 }
+
+#: Patch releases and the release whose manifests they keep, compared at the tags: ``git diff <base>
+#: <patch> -- component/*/build/*.yaml`` is empty for each; the only build difference is the Volcano
+#: plugin name (:data:`VOLCANO_PLUGIN_WITHOUT_ARCH`, from 7.3.1). Commits: v7.3.1 f02090ec, v7.3.2 c0e7a19d,
+#: v26.0.1 34e51e08 against v7.3.0 012fa8e3 and v26.0.0 2fa1c4f0.
+PATCH_RELEASES: Dict[str, str] = {"7.3.1": "7.3.0", "7.3.2": "7.3.0", "26.0.1": "26.0.0"}
+PATCH_RELEASES_SOURCE = "MC:@v7.3.1, @v7.3.2, @v26.0.1 component/*/build/*.yaml (identical to their base release's)"
 
 #: Kubernetes range MindCluster documents for its components (APPX "Preparing the Installation
 #: Environment": 1.17 to 1.34).

@@ -24,6 +24,16 @@ DISTRIBUTIONS = {
     "mindx_elastic": "mindx_elastic",
 }
 
+#: The MindCluster release zip each wheel comes in (INST00; TFT 01 for MindIO, whose zip holds both
+#: mindio_ttp and mindio_acp): ``Ascend-mindxdl-<package>_<version>_linux-<arch>.zip``.
+RELEASE_ZIPS = {"taskd": "taskd", "mindio_ttp": "mindio", "mindio_acp": "mindio", "mindx_elastic": "elastic"}
+
+
+def release_zip(name: str, version: Optional[str], arch: str) -> str:
+    """The release zip that holds wheel ``name`` (``Ascend-mindxdl-taskd_7.3.0_linux-aarch64.zip``)."""
+    return "Ascend-mindxdl-%s_%s_linux-%s.zip" % (RELEASE_ZIPS[name], version or "<version>", arch)
+
+
 SHA256 = re.compile(r"[0-9a-fA-F]{64}")
 
 # {distribution}-{version}(-{build tag})?-{python tag}-{abi tag}-{platform tag}.whl (PEP427)

@@ -79,14 +79,36 @@ class RuntimeImage(pulumi.ComponentResource):
         super().__init__(TYPE_TOKEN, name, None, opts)
         self.image: Optional[pulumi.CustomResource] = None
         self.context: Any = None
+        missing = self._missing_on_preview(args)
         if args.prebuilt:
             self.ref = pulumi.Output.from_input(args.prebuilt)
             self.digest = pulumi.Output.from_input(args.prebuilt.partition("@")[2])
+        elif missing:
+            # a preview goes on without the image (the jobs show the tag it will push); `up` refuses
+            pulumi.log.warn(f"RuntimeImage {name}: {missing} `pulumi up` stops here until they are in place.", self)
+            self.ref = pulumi.Output.from_input(args.tags[0] if args.tags else "")
+            self.digest = pulumi.Output.from_input("")
         else:
             image = self._build(name, args)
             self.ref = image.ref  # type: ignore[attr-defined]
             self.digest = image.digest  # type: ignore[attr-defined]
         self.register_outputs({"ref": self.ref, "digest": self.digest})
+
+    @staticmethod
+    def _missing_on_preview(args: RuntimeImageArgs) -> str:
+        """During ``pulumi preview``, what a build would lack (the vendor wheel files the profile names,
+        which the shipped examples leave to the user), as the message of ``resumable image context``;
+        "" when nothing is missing or this is not a preview."""
+        if args.prebuilt or not pulumi.runtime.is_dry_run():
+            return ""
+        from resumable.runtime.context import check_wheel_files
+
+        job = next(j for j in args.plan.jobs if j.name == args.job)
+        try:
+            check_wheel_files(args.plan, job)
+        except ResumableError as exc:
+            return str(exc)
+        return ""
 
     def _build(self, name: str, args: RuntimeImageArgs) -> pulumi.CustomResource:
         import pulumi_docker_build as docker_build

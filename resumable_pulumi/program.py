@@ -49,11 +49,14 @@ def load(path: str) -> Plan:
 
 
 def image_tags(cfg: StackConfig, plan: Plan, job: JobPlan) -> List[str]:
-    """Where a built image is pushed: the profile's image.name, else ``<imageRegistry>/<job>:<release>``."""
+    """Where a built image is pushed: the profile's image.name, else ``<imageRegistry>/<job>:<release>``,
+    else the profile's ``<image.registry>/<job>:<release>``."""
     if job.image.name:
         return [job.image.name]
     if cfg.image_registry:
         return [built_image_reference(job.name, plan.scheduler.release, cfg.image_registry)]
+    if job.image.pullable:
+        return [job.image.reference]
     return []
 
 
@@ -88,8 +91,9 @@ def check_stack(cfg: StackConfig, plan: Plan) -> None:
         homeless = [j.name for j in built if not image_tags(cfg, plan, j)]
         if homeless:
             problems.append(
-                "job %s has no image reference to push to; set jobs[].image.name in the profile, or config "
-                "imageRegistry, or config images.<job> to a prebuilt reference." % ", ".join(homeless)
+                "job %s has no image reference to push to; set jobs[].image.name or jobs[].image.registry in the "
+                "profile, or config imageRegistry, or config images.<job> to a prebuilt reference."
+                % ", ".join(homeless)
             )
         if built and not cfg.push_images:
             problems.append(

@@ -20,9 +20,13 @@ import pulumi
 
 from resumable.manifests import storage
 from resumable.manifests.deployment import workload_namespaces
+from resumable.manifests.k8s import LABEL_INSTANCE
 from resumable.plan.model import Plan
 
 from .kinds import create, logical_name, object_key
+
+#: how long ``pulumi up`` waits for a Job that prepares the job directories on the export
+PREPARE_TIMEOUTS = pulumi.CustomTimeouts(create="5m", update="5m")
 
 TYPE_TOKEN = "ascend-resumable:stack:SharedStorage"
 
@@ -38,8 +42,10 @@ class SharedStorageArgs:
 
 
 class SharedStorage(pulumi.ComponentResource):
-    """PersistentVolumes (NFS) and ReadWriteMany claims for the compile cache, checkpoints and the
-    RankTable directory, one claim per job namespace; exports the claim names the jobs mount."""
+    """PersistentVolumes (NFS) and ReadWriteMany claims for the compile cache and checkpoints, one
+    claim per job namespace, and per job with NFS volumes the Job that creates their directories on
+    the export (:func:`resumable.manifests.storage.prepare_jobs`); exports the claim names the jobs
+    mount. ``claims_by_job`` holds what a job waits for: its claims and its prepare Job."""
 
     claims: pulumi.Output[List[str]]
     #: ``job name -> [claim resources]`` (what each job mounts)
@@ -59,14 +65,21 @@ class SharedStorage(pulumi.ComponentResource):
             if o["kind"] == "PersistentVolume"
         }
         claims: Dict[str, pulumi.CustomResource] = {}
+        prepared: Dict[str, pulumi.CustomResource] = {}
         for obj in objects:
             if obj["kind"] == "PersistentVolumeClaim":
                 bound = [volumes[obj["spec"]["volumeName"]]] if obj["spec"].get("volumeName") in volumes else []
                 claims[object_key(obj)] = self._create(name, obj, namespaces + bound, args)
+            elif obj["kind"] == "Job":
+                # the job directories on the export: Pulumi waits for the Job to complete; one that fails
+                # (its log names the directory and the fix) stops the jobs that would mount them
+                job_name = obj["metadata"]["labels"].get(LABEL_INSTANCE, "")
+                prepared[job_name] = self._create(name, obj, namespaces, args, PREPARE_TIMEOUTS)
         self.claims_by_job = {}
         for job in args.plan.jobs:
             mounted = {f"PersistentVolumeClaim/{job.namespace}/{v.claim_name}" for v in job.volumes if v.claim_name}
-            self.claims_by_job[job.name] = [claims[k] for k in sorted(mounted) if k in claims]
+            waits: List[pulumi.Resource] = [claims[k] for k in sorted(mounted) if k in claims]
+            self.claims_by_job[job.name] = waits + ([prepared[job.name]] if job.name in prepared else [])
         # the claims as the cluster has them: namespace/name read from the created objects
         self.claims = pulumi.Output.all(
             *[
@@ -77,7 +90,12 @@ class SharedStorage(pulumi.ComponentResource):
         self.register_outputs({"claims": self.claims})
 
     def _create(
-        self, name: str, obj: Dict[str, object], depends_on: List[pulumi.CustomResource], args: SharedStorageArgs
+        self,
+        name: str,
+        obj: Dict[str, object],
+        depends_on: List[pulumi.CustomResource],
+        args: SharedStorageArgs,
+        timeouts: Optional[pulumi.CustomTimeouts] = None,
     ) -> pulumi.CustomResource:
         key = object_key(obj)
         options = pulumi.ResourceOptions(
@@ -85,6 +103,7 @@ class SharedStorage(pulumi.ComponentResource):
             depends_on=list(depends_on),
             retain_on_delete=args.retain_on_delete or None,
             delete_before_replace=True,
+            custom_timeouts=timeouts,
         )
         resource = create(logical_name(name, key), obj, options)
         self.resources[key] = resource

@@ -551,12 +551,13 @@ def _interrupted_render(tmp_path: Path, signum: int) -> subprocess.CompletedProc
 @pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 128 + signal.SIGTERM), (signal.SIGINT, 130)])
 def test_an_interrupted_render_cleans_up(tmp_path: Path, signum: int, code: int) -> None:
     assert resumable("render", str(EXAMPLE), "--out", str(tmp_path / "stack")).code == 0
-    before = {p.name: p.read_bytes() for p in (tmp_path / "stack").iterdir()}
+    before = {str(p.relative_to(tmp_path)): p.read_bytes() for p in (tmp_path / "stack").rglob("*") if p.is_file()}
     res = _interrupted_render(tmp_path, signum)
     assert res.returncode == code, res.stderr
     assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
     assert sorted(os.listdir(tmp_path)) == ["stack"], "staging directory left behind"
-    assert {p.name: p.read_bytes() for p in (tmp_path / "stack").iterdir()} == before
+    after = {str(p.relative_to(tmp_path)): p.read_bytes() for p in (tmp_path / "stack").rglob("*") if p.is_file()}
+    assert after == before
 
 
 def test_the_next_render_removes_what_a_killed_render_left(tmp_path: Path) -> None:

@@ -414,8 +414,27 @@ def test_profiles_of_the_scenarios_are_valid_and_plan_what_the_scenarios_check()
         assert nodes["nofile_limit"] == 100000
         assert nodes["ranktable_dirs"] == ["/user/mindx-dl/ranktable/training.gpt-pod-level"]
         (mount,) = nodes["shared_mounts"]
+        export = nodes["export_mount"]
         assert mount["source"] == "a2-nfs:/exports/ascend/ranktable" and mount["opts"] == "rw,hard,_netdev"
         assert (mount["owner"], mount["group"], mount["mode"]) == ("hwMindX", "HwHiAiUser", "2775")
+        # the whole export on management nodes, where the job directories are created (shared_storage molecule);
+        # not among the shared mounts `resumable doctor --node` asks for
+        assert (export["source"], export["path"], export["where"]) == (
+            "a2-nfs:/exports/ascend",
+            "/mnt/ascend-resumable/export",
+            "management",
+        )
+        assert "owner" not in export, "the export's own owner stays as the server has it"
+        assert nodes["job_dirs"] == [
+            {
+                "path": "/mnt/ascend-resumable/export/training/gpt-pod-level/checkpoints",
+                "owner": 65534,
+                "group": 65534,
+                "mode": "0775",
+                "volume": "gpt-pod-level-checkpoints",
+                "namespace": "training",
+            }
+        ]
 
 
 def test_npu_daemonset_selector_covers_the_pre_26_1_device_plugin() -> None:

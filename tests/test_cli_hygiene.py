@@ -176,7 +176,7 @@ def test_render_to_stdout_is_one_stream(tmp_path: Path) -> None:
     assert os.listdir(tmp_path) == [], "nothing is written in the working directory"
     out = tmp_path / "out"
     assert resumable("render", str(EXAMPLE), "--out", str(out)).returncode == 0
-    files = sorted(p for p in out.glob("*.yaml"))
+    files = sorted(p for p in out.rglob("*.yaml"))
     assert [yaml.safe_load(p.read_text(encoding="utf-8")) for p in files] == docs
 
 

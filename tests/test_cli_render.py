@@ -15,7 +15,7 @@ EXAMPLE = str(EXAMPLES / "pytorch-process-recovery.yaml")
 
 
 def rendered(out: Path) -> List[Dict[str, Any]]:
-    return [yaml.safe_load(p.read_text()) for p in sorted(out.glob("*.yaml"))]
+    return [yaml.safe_load(p.read_text()) for p in sorted(out.rglob("*.yaml"))]
 
 
 def find(objs: List[Dict[str, Any]], kind: str, name: str) -> Dict[str, Any]:

@@ -40,6 +40,8 @@ VALID = {
     ],
     F.REGISTRY: ["", "registry.example.com/mindx", "localhost:5000", "swr.cn-south-1.myhuaweicloud.com/"],
     F.TOKEN: ["chip8-node8", "rank0-escalation"],
+    F.MODE: ["0775", "2770", "755"],
+    F.LABEL_KEY: ["team", "example.com/team", "kueue.x-k8s.io/queue-name", "A_b.c"],
 }
 
 INVALID = {
@@ -68,6 +70,8 @@ INVALID = {
     ],
     F.REGISTRY: ["reg istry", "https://registry", "reg/UPPER"],
     F.TOKEN: ["", "a b", "dump ", "x" * 254],
+    F.MODE: ["", "0778", "77", "07755", "rwx"],
+    F.LABEL_KEY: ["", "a b", "Example.com/team", "/team", "x/" + "y" * 64, "-a"],
 }
 
 

@@ -140,6 +140,8 @@ FORMAT_VALUES: Dict[str, Any] = {
         ["", "registry.example.com/mindx", "localhost:5000", "swr.cn-south-1.myhuaweicloud.com/"]
     ),
     "token": st.sampled_from(["chip8-node8", "chip4-node16", "rank0-escalation"]),
+    "mode": st.sampled_from(["0775", "2770", "755", "0777"]),
+    "label-key": st.sampled_from(["team", "example.com/team", "scheduling.example.io/pool"]),
 }
 # Fields whose valid values a rule (not a format) decides: drawn from what the rules accept, so
 # that edits of the examples mostly stay valid (a mutation still draws anything).
@@ -356,24 +358,27 @@ def _render(plan: Any, text: str) -> str:
     """What ``resumable render`` does: the whole deployment (scheduling stack, storage, jobs)
     written as one YAML file per object into a fresh directory."""
     from resumable.manifests import UnsupportedStack, build_deployment, check_supported
-    from resumable.manifests.render import write_stack
+    from resumable.manifests.render import write_layers
 
     try:
         check_supported(plan.scheduler)
     except UnsupportedStack as exc:
         _check_error(exc)
         return "valid, stack not deployable"
-    objects = build_deployment(plan, profile_text=text).objects()
+    deployment = build_deployment(plan, profile_text=text)
+    objects = deployment.objects()
     assert objects and all(o.get("kind") and o.get("metadata", {}).get("name") for o in objects)
     workloads = {
-        (o["metadata"].get("namespace"), o["metadata"]["name"]) for o in objects if o["kind"] in ("AscendJob", "Job")
+        (o["metadata"].get("namespace"), o["metadata"]["name"])
+        for o in objects
+        if o["kind"] in ("AscendJob", "Job") and o["apiVersion"] != "batch/v1"
     }
     assert workloads == {(j.namespace, j.name) for j in plan.jobs}, workloads
     with tempfile.TemporaryDirectory() as tmp:
-        written = write_stack(objects, os.path.join(tmp, "stack"))
-        assert len(written) == len(objects) and all(p.stat().st_size for p in written)
-        last = written[-1].read_text(encoding="utf-8")
-        assert yaml.safe_load(last) == objects[-1]
+        written = write_layers(deployment.layers(), os.path.join(tmp, "stack"))
+        assert len(written) == len(objects) and all(os.stat(p).st_size for p in written)
+        with open(written[-1], encoding="utf-8") as handle:
+            assert yaml.safe_load(handle.read()) == objects[-1]
     return RENDERED
 
 

@@ -641,6 +641,21 @@ CASES: Dict[str, Tuple[List[Tuple[Dict[str, Any], str]], Dict[str, Any]]] = {
             J + "image.wheels.mindio_ttp.file": "wheels/mindio_ttp-7.3.0-py3-none-any.whl",
         },
     ),
+    "pod-settings": (
+        [
+            ({J + "pod.labels": {"fault-scheduling": "off"}}, J + "pod.labels.fault-scheduling"),
+            ({J + "pod.annotations": {"huawei.com/x": "1"}}, J + "pod.annotations.huawei.com/x"),
+            ({J + "pod.node_selector": {"host-arch": "x"}}, J + "pod.node_selector.host-arch"),
+            ({J + "pod.tolerations": [{"operator": "Exists", "value": "x"}]}, J + "pod.tolerations[0].value"),
+            ({J + "pod.requests": {"memory": "2Gi"}, J + "pod.limits": {"memory": "1Gi"}}, J + "pod.limits.memory"),
+        ],
+        {
+            J + "pod.labels": {"example.com/team": "llm"},
+            J + "pod.node_selector": {"example.com/pool": "a"},
+            J + "pod.requests": {"memory": "1Gi"},
+            J + "pod.limits": {"memory": "1024Mi"},
+        },
+    ),
     "hccl-exec-timeout-atlas800": (
         [({"cluster.chip": "ascend-910", J + "hccl.exec_timeout": 100}, J + "hccl.exec_timeout")],
         {"cluster.chip": "ascend-910", J + "hccl.exec_timeout": 136},

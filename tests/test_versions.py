@@ -371,8 +371,8 @@ def test_adapter_style_is_told_from_pip_style() -> None:
 
 
 def test_the_release_an_upgrade_to_a_gate_comes_from() -> None:
-    assert R.last_stack_release_without(R.MERGED_DEVICE_PLUGIN) == "26.0.0"
-    assert R.last_stack_release_without(R.NODED_HOST_NETWORK) == "7.3.0"
+    assert R.last_stack_release_without(R.MERGED_DEVICE_PLUGIN) == "26.0.1"
+    assert R.last_stack_release_without(R.NODED_HOST_NETWORK) == "7.3.2"
     assert R.last_stack_release_without(R.FULL_FAULT_PATHS) == "6.0.0"
     with pytest.raises(ValueError):
         R.last_stack_release_without(R.TOR_AFFINITY)  # every deployable release has it

@@ -209,7 +209,7 @@ def test_validate_plan_render_from_the_wheel(installed: Installed) -> None:
     rendered = installed.work / "rendered"
     done = run(installed, "render", str(profile), "--out", str(rendered))
     assert done.returncode == 0, done.stderr
-    kinds = {p.name.split("-")[1] for p in rendered.glob("*.yaml")}
+    kinds = {p.name.split("-")[1] for p in rendered.rglob("*.yaml")}
     assert {"ascendjob", "customresourcedefinition", "deployment", "daemonset"} <= kinds
 
 

@@ -21,6 +21,7 @@ from ..plan.model import JobPlan, Plan
 from ..profile import profile_data
 from . import jobs, storage
 from .k8s import Obj, meta, namespace, recommended_labels
+from .render import Layer, layers
 from .scheduler import Stage, build_stages
 
 #: Namespaces that exist in every cluster or that the scheduling stack creates.
@@ -49,6 +50,14 @@ class Deployment(NamedTuple):
     def objects(self) -> List[Obj]:
         return [obj for stage in self.stages for obj in stage.objects]
 
+    def layers(self) -> List[Layer]:
+        """The render's directories (:mod:`resumable.manifests.render`): the CRDs, the cluster
+        stack, the jobs' namespaces and storage, each job."""
+        workload = (WORKLOAD_NAMESPACES_STAGE, STORAGE_STAGE, JOBS_STAGE)
+        cluster = [obj for s in self.stages if s.name not in workload for obj in s.objects]
+        storage_objects = [*self.stage(WORKLOAD_NAMESPACES_STAGE).objects, *self.stage(STORAGE_STAGE).objects]
+        return layers(cluster, storage_objects, self.stage(JOBS_STAGE).objects)
+
     def stage(self, name: str) -> Stage:
         for s in self.stages:
             if s.name == name:
@@ -57,11 +66,10 @@ class Deployment(NamedTuple):
 
 
 def default_image(plan: Plan, job: JobPlan) -> str:
-    """The reference a job runs when nothing else names one: the profile's ``image.name``, else a
-    local name the build spec tags (``ascend-resumable/<job>:<release>``)."""
-    if job.image.name:
-        return job.image.name
-    return built_image_reference(job.name, plan.scheduler.release)
+    """The reference a job runs when nothing else names one: the plan's (image.name, else
+    ``<image.registry>/<job>:<release>``, else the local ``ascend-resumable/<job>:<release>`` the
+    build line of ``resumable image context`` tags)."""
+    return job.image.reference or built_image_reference(job.name, plan.scheduler.release)
 
 
 def read_profile_text(plan: Plan) -> str:

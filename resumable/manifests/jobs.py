@@ -45,6 +45,10 @@ def volume_entry(v: Volume) -> Obj:
         return host_path(v.name, v.path or "", v.host_path_type or "")
     if v.source == "config_map":
         return {"name": v.name, "configMap": {"name": v.config_map}}
+    if v.source == "secret":
+        return {"name": v.name, "secret": {"secretName": v.secret}}
+    if v.source == "empty_dir":
+        return {"name": v.name, "emptyDir": {"sizeLimit": v.size_limit} if v.size_limit else {}}
     if v.source == "nfs":
         return {"name": v.name, "nfs": {"server": v.server, "path": v.path}}
     raise ValueError("volume %s: unknown source %r" % (v.name, v.source))
@@ -63,9 +67,13 @@ def container(job: JobPlan, replica: ReplicaPlan, image: str) -> Obj:
         "env": [env_entry(e) for e in replica.env],
         "ports": [port_entry(p) for p in replica.ports],
     }
-    if replica.resources:
-        c["resources"] = {"requests": dict(replica.resources), "limits": dict(replica.resources)}
+    requests = {**job.pod.requests, **replica.resources}
+    limits = {**job.pod.limits, **replica.resources}
+    if requests or limits:
+        c["resources"] = {"requests": requests, "limits": limits}
     c["volumeMounts"] = [mount_entry(v) for v in job.volumes]
+    if job.pod.container_security:
+        c["securityContext"] = dict(job.pod.container_security)
     return c
 
 
@@ -85,6 +93,15 @@ def pod_template(job: JobPlan, replica: ReplicaPlan, image: str, restart_policy:
         spec["terminationGracePeriodSeconds"] = replica.termination_grace_period_seconds
     if restart_policy is not None:
         spec["restartPolicy"] = restart_policy
+    pod = job.pod
+    if pod.priority_class:
+        spec["priorityClassName"] = pod.priority_class
+    if pod.tolerations:
+        spec["tolerations"] = [dict(t) for t in pod.tolerations]
+    if pod.pod_security:
+        spec["securityContext"] = dict(pod.pod_security)
+    if job.image.pull_secrets:
+        spec["imagePullSecrets"] = [{"name": name} for name in job.image.pull_secrets]
     spec["containers"] = [container(job, replica, image)]
     spec["volumes"] = [volume_entry(v) for v in job.volumes]
     return {"metadata": template_meta, "spec": spec}

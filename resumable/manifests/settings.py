@@ -67,11 +67,26 @@ def check_images(images: Mapping[str, str]) -> Dict[str, str]:
     return out
 
 
-def volcano_tag(volcano: str, release: str, registry: str) -> str:
+#: Volcano's images come in alpinelatest and openeuler24.03 (MC:@branch_v26.1.0
+#: docker/ascend-for-volcano/OVERVIEW.md:62-78): the flavour for each scheduler.image_os.
+VOLCANO_OS = {"openeuler24.03": "openeuler24.03", "ubuntu22.04": "alpinelatest"}
+
+
+def registry_os(release: str, registry: str, image_os: str, volcano: bool = False) -> Optional[str]:
+    """The OS flavour a registry's tag carries: from 26.1.0, on a registry (local names have none)."""
+    if not registry or not traits(release).registry_os_tags:
+        return None
+    return VOLCANO_OS[image_os] if volcano else image_os
+
+
+def volcano_tag(volcano: str, release: str, registry: str, image_os: str = "openeuler24.03") -> str:
     """``v1.9.0`` up to 26.0 (local retagged name); ``v1.9.0-v26.1.0`` from 26.1 and on SWR, where the
-    Volcano tag embeds the MindCluster release (INST05; HELM values 26.1)."""
+    Volcano tag embeds the MindCluster release (INST05; HELM values 26.1); on a registry from 26.1.0 with
+    the OS flavour, ``v1.9.0-v26.1.0-openeuler24.03`` (:data:`~resumable.releases.REGISTRY_OS_TAGS`)."""
     embedded = bool(registry) or traits(release).volcano_release_tags
-    return F.volcano_image_tag(volcano, release if embedded else None)
+    return F.volcano_image_tag(
+        volcano, release if embedded else None, registry_os(release, registry, image_os, volcano=True)
+    )
 
 
 class Settings:
@@ -89,9 +104,12 @@ class Settings:
             return self._images[component]
         registry = self.plan.image_registry.rstrip("/")
         if component in VOLCANO_COMPONENTS:
-            tag = volcano_tag(self.plan.volcano_version, self.plan.release, registry)
+            tag = volcano_tag(self.plan.volcano_version, self.plan.release, registry, self.plan.image_os)
         else:
-            tag = F.release_image_tag(self.plan.release)
+            tag = F.with_os_flavour(
+                F.release_image_tag(self.plan.release),
+                registry_os(self.release, registry, self.plan.image_os),
+            )
         return F.component_image_reference(LOCAL_IMAGE_NAMES[component], tag, registry)
 
     def pull_policy(self, component: str) -> str:

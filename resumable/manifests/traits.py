@@ -51,6 +51,8 @@ class Traits(NamedTuple):
     exporter_no_update_time: bool
     #: :data:`~resumable.releases.VOLCANO_RELEASE_TAGS`: Volcano tags ``v1.x.0-v<release>``.
     volcano_release_tags: bool
+    #: :data:`~resumable.releases.REGISTRY_OS_TAGS`: registry tags end with the OS flavour.
+    registry_os_tags: bool
 
 
 def traits(release: str) -> Traits:
@@ -71,4 +73,5 @@ def traits(release: str) -> Traits:
         noded_watches_pods=R.at_least(v, R.NODED_WATCHES_PODS),
         exporter_no_update_time=R.at_least(v, R.EXPORTER_NO_UPDATE_TIME),
         volcano_release_tags=R.at_least(v, R.VOLCANO_RELEASE_TAGS),
+        registry_os_tags=R.at_least(v, R.REGISTRY_OS_TAGS),
     )

@@ -14,6 +14,7 @@ import dataclasses
 from typing import List
 
 from .. import constants as C
+from .. import releases as R
 from ..facts import JobFacts
 from ..profile import Job
 from .model import BudgetLine, BudgetPlan, BudgetTerm, Note
@@ -274,7 +275,47 @@ def small_savings(lines: List[BudgetLine]) -> List[Note]:
     return notes
 
 
-def budget(f: JobFacts, job: Job) -> BudgetPlan:
+def hang_detection(f: JobFacts, hang_seconds: int) -> List[BudgetTerm]:
+    """The paths that see a hung training (processes alive, no progress), fastest first: the heartbeat
+    of ``resumable launch`` (plan.launcher.hang_timeout); from 26.1.0 the device plugin's hang detection
+    (a check every 60 s, the fault after 5 hits in a row: 300 s, fault 200001002, NotHandleFault by
+    default, so MindCluster acts on it only where faultCode.json gives it another level); the HCCL
+    execution timeout when the collective itself hangs."""
+    paths = [
+        BudgetTerm(
+            "detect-hang",
+            float(hang_seconds),
+            "resumable launch sees no heartbeat from a training process for recovery.hang_timeout and kills it; "
+            "the agent's recovery takes over",
+            "PROJECT (docs/runtime.md, hang detection)",
+        )
+    ]
+    if R.at_least(f.release, R.HANG_DETECTION):
+        paths.append(
+            BudgetTerm(
+                "detect-hang",
+                float(R.HANG_CHECK_SECONDS * R.HANG_CHECK_HITS),
+                "the device plugin's hang detection: a check every %d s, fault %s after %d hits in a row; it is "
+                "NotHandleFault by default, so MindCluster reschedules on it only where faultCode.json "
+                "(mindx-dl-fault-config) gives it another level"
+                % (R.HANG_CHECK_SECONDS, R.HANG_FAULT_CODE, R.HANG_CHECK_HITS),
+                R.HANG_DETECTION.source,
+            )
+        )
+    exec_timeout = f.job.hccl.exec_timeout
+    if exec_timeout:
+        paths.append(
+            BudgetTerm(
+                "detect-hang",
+                float(exec_timeout),
+                "a hung collective ends at the HCCL execution timeout (hccl.exec_timeout)",
+                "HA-CANN-EXEC",
+            )
+        )
+    return sorted(paths, key=lambda t: t.seconds)
+
+
+def budget(f: JobFacts, job: Job, hang_seconds: int = C.HANG_FLOOR_SECONDS) -> BudgetPlan:
     levels = ladder(f) or ["job"]
     lines = [_line(f, level, job.compile.mode) for level in levels]
     # The baseline: job-level rescheduling with neither the watchdog nor compile help.
@@ -287,4 +328,5 @@ def budget(f: JobFacts, job: Job) -> BudgetPlan:
         best_saving_seconds=round(baseline.total_seconds - min(totals), 1),
         worst_saving_seconds=round(baseline.total_seconds - max(totals), 1),
         notes=small_savings(lines),
+        hang_detection=hang_detection(f, hang_seconds),
     )

@@ -9,6 +9,7 @@ from .. import constants as C
 from .. import releases as R
 from ..choices import WheelName
 from ..facts import WHEELS, JobFacts, needed_wheels
+from ..formats import built_image_reference
 from .model import ImagePlan, Note, WheelPlan
 
 
@@ -85,4 +86,7 @@ def build_image(f: JobFacts, profile_dir: Optional[str]) -> ImagePlan:
         torch_npu=img.torch_npu,
         cann=img.cann,
         mindspore=img.mindspore,
+        reference=img.name or built_image_reference(job.name, f.cluster.mindcluster, img.registry),
+        pullable=bool(img.name or img.registry),
+        pull_secrets=list(img.pull_secrets),
     )

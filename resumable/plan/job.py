@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from .. import constants as C
 from .. import releases as R
 from ..envderived import mindio_ttp_port
 from ..facts import JobFacts, uses_compile_cache
+from ..profile import JobVolume
 from .budget import budget, ladder
 from .env import container_env
 from .image import build_image
@@ -24,6 +25,7 @@ from .model import (
     Volume,
 )
 from .nodes import npu_resource
+from .pod import build_pod
 from .storage import CHECKPOINTS, COMPILE_CACHE, volume_of
 
 #: The Volcano Job sample of the MindCluster samples repository.
@@ -133,6 +135,7 @@ def node_selector(f: JobFacts) -> Dict[str, str]:
 def replicas(f: JobFacts, env: List[EnvVar], job_ports: List[Port]) -> List[ReplicaPlan]:
     job = f.job
     r = job.recovery
+    pod = job.pod
     selector = node_selector(f)
 
     def replica(kind: str, count: int, npus: int, manager: bool) -> ReplicaPlan:
@@ -146,10 +149,10 @@ def replicas(f: JobFacts, env: List[EnvVar], job_ports: List[Port]) -> List[Repl
             ports=list(job_ports),
             env=list(env),
             runs_taskd_manager=manager,
-            labels={C.LABEL_RING_CONTROLLER: f.cluster.chip},
-            annotations={},
+            labels={**pod.labels, C.LABEL_RING_CONTROLLER: f.cluster.chip},
+            annotations=dict(pod.annotations),
             resources={npu_resource(f.cluster.chip): str(npus)} if npus else {},
-            node_selector=dict(selector),
+            node_selector={**pod.node_selector, **selector},
         )
 
     where = f.taskd_manager_where
@@ -240,15 +243,17 @@ def config_maps(f: JobFacts) -> List[ConfigMapPlan]:
 
 def volumes(f: JobFacts, storage: List[SharedVolumePlan]) -> List[Volume]:
     job = f.job
-    vols = [Volume("shm", "/dev/shm", "empty_dir_memory", size_limit=SHM_SIZE, reason="RT06 step 5")]
+    vols = [Volume(C.VOLUME_SHM, "/dev/shm", "empty_dir_memory", size_limit=SHM_SIZE, reason="RT06 step 5")]
     cache = volume_of(storage, job.name, job.namespace, COMPILE_CACHE) if uses_compile_cache(f) else None
     if cache is not None:
         vols.append(
-            Volume("op-cache", cache.mount_path, "pvc", claim_name=cache.name, reason="ASCEND_CACHE_PATH (RTO 表10)")
+            Volume(
+                C.VOLUME_OP_CACHE, cache.mount_path, "pvc", claim_name=cache.name, reason="ASCEND_CACHE_PATH (RTO 表10)"
+            )
         )
     ckpt = volume_of(storage, job.name, job.namespace, CHECKPOINTS)
     if ckpt is not None:
-        vols.append(Volume("checkpoints", ckpt.mount_path, "pvc", claim_name=ckpt.name, reason="checkpoints"))
+        vols.append(Volume(C.VOLUME_CHECKPOINTS, ckpt.mount_path, "pvc", claim_name=ckpt.name, reason="checkpoints"))
     if job.kind == "vcjob":
         vols.append(
             Volume(
@@ -281,13 +286,15 @@ def volumes(f: JobFacts, storage: List[SharedVolumePlan]) -> List[Volume]:
                 % RESET_CONFIG_SOURCE,
             )
         )
-    vols.append(Volume("ascend-driver", C.DRIVER_PATH, "host_path", path=C.DRIVER_PATH, reason="D:api/ascend_job.md"))
+    vols.append(Volume(C.VOLUME_DRIVER, C.DRIVER_PATH, "host_path", path=C.DRIVER_PATH, reason="D:api/ascend_job.md"))
     vols.append(
-        Volume("localtime", C.LOCALTIME_PATH, "host_path", path=C.LOCALTIME_PATH, read_only=True, reason="samples")
+        Volume(
+            C.VOLUME_LOCALTIME, C.LOCALTIME_PATH, "host_path", path=C.LOCALTIME_PATH, read_only=True, reason="samples"
+        )
     )
     vols.append(
         Volume(
-            "resumable-profile",
+            C.VOLUME_PROFILE,
             C.PROFILE_MOUNT_DIR,
             "config_map",
             config_map=profile_config_map(job.name),
@@ -296,15 +303,23 @@ def volumes(f: JobFacts, storage: List[SharedVolumePlan]) -> List[Volume]:
         )
     )
     for uv in job.volumes:
-        if uv.claim is not None:
-            vols.append(
-                Volume(uv.name, uv.mount_path, "pvc", claim_name=uv.claim, read_only=uv.read_only, reason="profile")
-            )
-        else:
-            vols.append(
-                Volume(uv.name, uv.mount_path, "host_path", path=uv.host_path, read_only=uv.read_only, reason="profile")
-            )
+        vols.append(user_volume(uv))
     return vols
+
+
+def user_volume(uv: JobVolume) -> Volume:
+    """A volume of jobs[].volumes (rule job-volumes: exactly one source)."""
+    common: Dict[str, Any] = {"read_only": uv.read_only, "reason": "profile"}
+    if uv.claim is not None:
+        return Volume(uv.name, uv.mount_path, "pvc", claim_name=uv.claim, **common)
+    if uv.config_map is not None:
+        return Volume(uv.name, uv.mount_path, "config_map", config_map=uv.config_map, **common)
+    if uv.secret is not None:
+        return Volume(uv.name, uv.mount_path, "secret", secret=uv.secret, **common)
+    if uv.empty_dir is not None:
+        limit = uv.empty_dir if uv.empty_dir.strip("0.") else None
+        return Volume(uv.name, uv.mount_path, "empty_dir", size_limit=limit, **common)
+    return Volume(uv.name, uv.mount_path, "host_path", path=uv.host_path, **common)
 
 
 def policies(f: JobFacts) -> List[VolcanoPolicy]:
@@ -346,6 +361,38 @@ def _software(f: JobFacts) -> str:
     return "torch %s, FrameworkPTAdapter %s%s" % (f.torch, "" if f.adapter_info.exact else ">= ", f.adapter)
 
 
+def release_notes(f: JobFacts) -> List[Note]:
+    """What the job's MindCluster release changes for it that no setting shows."""
+    notes: List[Note] = []
+    if R.at_least(f.release, R.DEVICE_RESET_TIMEOUT_600):
+        notes.append(
+            Note(
+                "the device plugin and NodeD wait up to %d s (-deviceResetTimeout default, %d s up to 26.0) for the "
+                "driver to report every chip after a reset: a node whose chips were reset may rejoin that late"
+                % (R.DEVICE_RESET_TIMEOUT_DEFAULT, R.DEVICE_RESET_TIMEOUT_BEFORE),
+                R.DEVICE_RESET_TIMEOUT_600.source,
+            )
+        )
+    if R.at_least(f.release, R.HANG_DETECTION):
+        notes.append(
+            Note(
+                "the device plugin reports a hung training as fault %s after %d s (NotHandleFault by default; "
+                "budget.hang_detection)" % (R.HANG_FAULT_CODE, R.HANG_CHECK_SECONDS * R.HANG_CHECK_HITS),
+                R.HANG_DETECTION.source,
+            )
+        )
+    if f.process_level and R.on_line(f.release, R.PROCESS_LEVEL_GLOO_SEGFAULT):
+        notes.append(
+            Note(
+                "known issue of MindCluster 26.1.0: after repeated process-level reschedules PyTorch's gloo may "
+                "end with a segmentation fault (about 0.00125); keep Pod or Job rescheduling as the fallback "
+                "(this job falls back to %s rescheduling)" % ("Pod-level" if f.pod_level else "Job-level"),
+                R.PROCESS_LEVEL_GLOO_SEGFAULT.source,
+            )
+        )
+    return notes
+
+
 def build_job(f: JobFacts, storage: List[SharedVolumePlan], profile_dir: Optional[str]) -> JobPlan:
     job = f.job
     env = job_env(f)
@@ -382,7 +429,6 @@ def build_job(f: JobFacts, storage: List[SharedVolumePlan], profile_dir: Optiona
     if f.process_level or f.pod_level:
         notes.append(Note("a fault on the rank-0 pod escalates to job-level rescheduling", "K8S Table 6; RT01"))
     root, where = log_root(f, storage)
-    notes.append(Note("logs and the recovery timeline: %s/<job> (%s)" % (root, where), LOG_SOURCE))
     if f.job.kind == "ascendjob":
         notes.append(
             Note(
@@ -391,6 +437,10 @@ def build_job(f: JobFacts, storage: List[SharedVolumePlan], profile_dir: Optiona
                 "MC:component/ascend-operator/pkg/controllers/v1/ascendjob_validate.go validateBasicInfo",
             )
         )
+    launcher = build_launcher(f, root)
+    timeline = "%s/%s" % (launcher.log_dir, C.TIMELINE_FILE % "<host>")
+    notes.append(Note("logs under %s, the recovery timeline %s (%s)" % (launcher.log_dir, timeline, where), LOG_SOURCE))
+    notes += release_notes(f)
     return JobPlan(
         name=job.name,
         namespace=job.namespace,
@@ -403,8 +453,8 @@ def build_job(f: JobFacts, storage: List[SharedVolumePlan], profile_dir: Optiona
         replicas=replicas(f, env, ports(f)),
         volumes=volumes(f, storage),
         image=build_image(f, profile_dir),
-        launcher=build_launcher(f, root),
-        budget=budget(f, job),
+        launcher=launcher,
+        budget=budget(f, job, launcher.hang_timeout),
         notes=notes,
         api_version=C.ASCENDJOB_API_VERSION if job.kind == "ascendjob" else C.VCJOB_API_VERSION,
         scheduler_name=C.SCHEDULER_NAME_VOLCANO,
@@ -413,4 +463,5 @@ def build_job(f: JobFacts, storage: List[SharedVolumePlan], profile_dir: Optiona
         min_available=job.nodes,
         policies=policies(f),
         queue=f.queue,
+        pod=build_pod(job.pod),
     )

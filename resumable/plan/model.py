@@ -96,6 +96,8 @@ class SchedulerPlan(PlanPart):
     report_interval: int
     resources: Dict[str, Dict[str, str]]  # component -> {"cpu": "...", "memory": "..."}
     notes: List[Note]
+    #: OS flavour of the registry's image tags from 26.1.0 (scheduler.image_os)
+    image_os: str = "openeuler24.03"
 
 
 @dataclasses.dataclass
@@ -134,6 +136,24 @@ class Volume(PlanPart):
     config_map: Optional[str] = None
     #: hostPath type (Directory, DirectoryOrCreate, File, ...); None: unchecked
     host_path_type: Optional[str] = None
+    #: the Secret of a secret volume
+    secret: Optional[str] = None
+
+
+@dataclasses.dataclass
+class PodSettingsPlan(PlanPart):
+    """The training pods' settings beside the recovery plan (jobs[].pod), in Kubernetes form; what they
+    may not override is checked by rule pod-settings. Labels, annotations and node selection are merged
+    into each replica's."""
+
+    requests: Dict[str, str] = dataclasses.field(default_factory=dict)
+    limits: Dict[str, str] = dataclasses.field(default_factory=dict)
+    tolerations: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
+    priority_class: Optional[str] = None
+    #: pod-level securityContext fields (runAsUser, fsGroup, seccompProfile, ...)
+    pod_security: Dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: container-level securityContext fields (privileged, capabilities, ...)
+    container_security: Dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -194,6 +214,18 @@ class SharedVolumePlan(PlanPart):
     #: namespaces of the jobs that mount it (one claim in each)
     namespaces: List[str] = dataclasses.field(default_factory=list)
     reclaim_policy: str = "Retain"
+    #: the job the volume belongs to
+    job: str = ""
+    #: NFS: the export (storage.nfs.path) and the volume's directory under it,
+    #: ``<namespace>/<job>/<purpose>`` (``path`` is the two joined)
+    export: Optional[str] = None
+    directory: Optional[str] = None
+    #: NFS: uid, gid and mode the directory is given before a pod mounts it, and the image of the
+    #: Job that creates it (storage.nfs)
+    owner: Optional[int] = None
+    group: Optional[int] = None
+    mode: Optional[str] = None
+    prepare_image: Optional[str] = None
 
 
 @dataclasses.dataclass
@@ -230,6 +262,13 @@ class ImagePlan(PlanPart):
     torch_npu: Optional[str] = None
     cann: Optional[str] = None
     mindspore: Optional[str] = None
+    #: the reference the job's pods run (``render``, the build line of ``image context``): image.name, else
+    #: ``<image.registry>/<job>:<release>``, else the local ``ascend-resumable/<job>:<release>``
+    reference: str = ""
+    #: True when ``reference`` names a registry the nodes pull from (False: a local name nodes must have)
+    pullable: bool = False
+    #: image pull Secrets of the training pods (image.pull_secrets)
+    pull_secrets: List[str] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -392,6 +431,8 @@ class BudgetPlan(PlanPart):
     worst_saving_seconds: float
     #: a rung that saves next to nothing against the next one: what dominates, what to change
     notes: List[Note] = dataclasses.field(default_factory=list)
+    #: how a hung (not crashed) training is detected, each path with the time it takes, fastest first
+    hang_detection: List[BudgetTerm] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -423,6 +464,8 @@ class JobPlan(PlanPart):
     policies: List[VolcanoPolicy] = dataclasses.field(default_factory=list)
     #: Volcano queue: AscendJob runPolicy.schedulingPolicy.queue / Volcano Job spec.queue
     queue: str = ""
+    #: the pods' settings beside the recovery plan (jobs[].pod)
+    pod: PodSettingsPlan = dataclasses.field(default_factory=PodSettingsPlan)
 
     @property
     def command(self) -> List[str]:
@@ -475,6 +518,11 @@ class NodePlan(PlanPart):
     #: NPUs a compute node has (the accelerator type's count, INST01 Table 1)
     npu_resource: str
     npus_per_node: int
+    #: the job directories on the NFS export (path under the management nodes' mount of the export,
+    #: owner, group, mode): created before a pod mounts them (plan.nodes.job_dirs)
+    job_dirs: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
+    #: the whole NFS export as the management nodes mount it to create ``job_dirs`` (empty: none to create)
+    export_mount: Dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass

@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Sequence
 
 from .. import constants as C
 from ..facts import JobFacts
 from ..hardware import ACCELERATOR_TYPES
 from ..profile import Profile
-from .model import NodePlan, Note
+from .model import NodePlan, Note, SharedVolumePlan
 
 #: ulimit -n advised for Pod-level rescheduling at scale (RT01 Pod-level constraints).
 NOFILE_POD_LEVEL = 100000
@@ -105,7 +105,26 @@ def npu_daemonset_selector(release: str) -> Dict[str, str]:
     return {**worker, **node_selector(traits(release), worker)}
 
 
-def build_nodes(profile: Profile, facts: List[JobFacts]) -> NodePlan:
+def job_dirs(storage: Sequence[SharedVolumePlan]) -> List[Dict[str, Any]]:
+    """The job directories on the NFS export as the management nodes see them (under
+    :data:`~resumable.constants.EXPORT_HOST_ROOT`), with the owner, group and mode the training's
+    (squashed) root user needs to write there (storage.nfs; manifests.storage prepares the same
+    directories from a Kubernetes Job)."""
+    return [
+        {
+            "path": "%s/%s" % (C.EXPORT_HOST_ROOT, v.directory),
+            "owner": v.owner,
+            "group": v.group,
+            "mode": v.mode,
+            "volume": v.name,
+            "namespace": v.namespaces[0],
+        }
+        for v in storage
+        if v.directory
+    ]
+
+
+def build_nodes(profile: Profile, facts: List[JobFacts], storage: Sequence[SharedVolumePlan] = ()) -> NodePlan:
     cluster = profile.cluster
     labels = {
         C.NODE_LABEL_ROLE_WORKER: "worker",
@@ -116,6 +135,7 @@ def build_nodes(profile: Profile, facts: List[JobFacts]) -> NodePlan:
         C.NODE_LABEL_NODED_ENABLE: "on",
     }
     mounts = []
+    export_mount: Dict[str, Any] = {}
     if profile.storage.nfs is not None:
         export = "%s:%s" % (profile.storage.nfs.server, profile.storage.nfs.path.rstrip("/"))
         mounts.append(
@@ -131,6 +151,20 @@ def build_nodes(profile: Profile, facts: List[JobFacts]) -> NodePlan:
             }
         )
         mounts[-1].update(RANKTABLE_ACCESS)
+        if any(v.directory for v in storage):
+            # not a shared mount the nodes need (resumable doctor --node does not ask for it): the
+            # shared_storage role mounts it on management nodes to create the job directories
+            export_mount = {
+                "src": export,
+                "path": C.EXPORT_HOST_ROOT,
+                "subdir": "",
+                "source": export,
+                "fstype": "nfs",
+                "opts": ",".join(C.NFS_MOUNT_OPTIONS),
+                "where": "management",
+                "reason": "the job directories (<namespace>/<job>/op-cache, checkpoints) are created there "
+                "before a pod mounts them; the export's own owner and mode are left as the server has them",
+            }
     ranktable_dirs = [
         "%s/%s.%s" % (C.RANKTABLE_HOST_ROOT, f.job.namespace, f.job.name) for f in facts if f.job.ranktable
     ]
@@ -176,6 +210,8 @@ def build_nodes(profile: Profile, facts: List[JobFacts]) -> NodePlan:
             }
         ],
         ranktable_access=dict(RANKTABLE_ACCESS),
+        job_dirs=job_dirs(storage),
+        export_mount=export_mount,
         node_profile={"path": C.PROFILE_PATH, "env": C.ENV_RESUMABLE_PROFILE},
         npu_resource=npu_resource(cluster.chip),
         npus_per_node=node_npus(profile),

@@ -12,9 +12,12 @@ from .model import Note, SchedulerPlan
 
 
 def volcano_plugin_name(release: str, arch: str) -> str:
-    """The Ascend plugin's name in the Volcano scheduler config, as the release build writes it
-    (build.sh rewrites it to volcano-npu_<version>_linux-<arch>; INST05 step 6 example
-    volcano-npu_v26.0.0_linux-aarch64)."""
+    """The Ascend plugin's name in the Volcano scheduler config, as the release build names the
+    plugin and rewrites the config (build.sh: ``volcano-npu_<version>_linux-<arch>`` up to 7.3.0,
+    ``volcano-npu_<version>`` from 7.3.1 and 26.0.0; :data:`~resumable.releases.VOLCANO_PLUGIN_WITHOUT_ARCH`).
+    The scheduler loads the plugin by this name, so a wrong one loads no NPU plugin."""
+    if R.at_least(Version(release), R.VOLCANO_PLUGIN_WITHOUT_ARCH):
+        return "volcano-npu_v%s" % release
     return "volcano-npu_v%s_linux-%s" % (release, arch)
 
 
@@ -41,6 +44,18 @@ def build_scheduler(profile: Profile, facts: List[JobFacts]) -> SchedulerPlan:
             "INST05 Table 3; YAMLCFG",
         )
     )
+    pull_policy = s.image_pull_policy
+    if pull_policy is None and s.image_registry:
+        # the release manifests' Never means "loaded on every node"; images named by a registry are pulled
+        pull_policy = "IfNotPresent"
+        notes.append(
+            Note(
+                "stack images are pulled from %s (imagePullPolicy IfNotPresent; the release manifests' Never "
+                "expects them loaded on every node, which a registry prefix does not do; set "
+                "scheduler.image_pull_policy to choose)" % s.image_registry,
+                "INST01 Preparing an Image",
+            )
+        )
     stack_version = stack.version if stack is not None else None
     return SchedulerPlan(
         release=cluster.mindcluster,
@@ -51,8 +66,9 @@ def build_scheduler(profile: Profile, facts: List[JobFacts]) -> SchedulerPlan:
         volcano_version=volcano,
         volcano_plugin_name=volcano_plugin_name(stack_version or cluster.mindcluster, cluster.arch),
         image_registry=s.image_registry,
-        image_pull_policy=s.image_pull_policy,
+        image_pull_policy=pull_policy,
         image_pull_secrets=list(s.image_pull_secrets),
+        image_os=s.image_os,
         grace_over_time=s.grace_over_time,
         hot_reset=hot_reset,
         list_watch_period=s.list_watch_period,

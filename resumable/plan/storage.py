@@ -44,20 +44,26 @@ def build_storage(profile: Profile, facts: List[JobFacts]) -> List[SharedVolumeP
 
     def vol(f: JobFacts, purpose: str, what: str, mount: str, size: str) -> SharedVolumePlan:
         job = f.job
+        nfs = s.nfs
+        export = nfs.path.rstrip("/") if nfs is not None else None
+        directory = "%s/%s/%s" % (job.namespace, job.name, purpose) if nfs is not None else None
         return SharedVolumePlan(
             name=volume_name(job.name, purpose),
             purpose=what,
             mount_path=mount,
             storage=kind,
-            server=s.nfs.server if s.nfs is not None else None,
-            path=(
-                "%s/%s/%s/%s" % (s.nfs.path.rstrip("/"), job.namespace, job.name, purpose)
-                if s.nfs is not None
-                else None
-            ),
+            server=nfs.server if nfs is not None else None,
+            path="%s/%s" % (export, directory) if nfs is not None else None,
             storage_class=s.storage_class,
             size=size,
             namespaces=[job.namespace],
+            job=job.name,
+            export=(export or "/") if nfs is not None else None,
+            directory=directory,
+            owner=nfs.owner if nfs is not None else None,
+            group=nfs.group if nfs is not None else None,
+            mode=nfs.mode if nfs is not None else None,
+            prepare_image=nfs.prepare_image if nfs is not None else None,
         )
 
     out: List[SharedVolumePlan] = []

@@ -104,6 +104,9 @@ def _job(job: JobPlan) -> List[str]:
         % (_minutes(b.best_saving_seconds), _minutes(b.worst_saving_seconds))
     )
     out.extend("    note: %s [%s]" % (n.text, n.source) for n in b.notes)
+    if b.hang_detection:
+        out.append("  a hung training (processes alive, no progress) is detected by, fastest first:")
+        out.extend("    %9s  %s [%s]" % (_minutes(t.seconds), t.assumption, t.source) for t in b.hang_detection)
     return out
 
 

@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
-from . import cluster, compile, detection, env, hardware, network, process, rescheduling, software, timing, workload
+from . import (
+    cluster,
+    compile,
+    detection,
+    env,
+    hardware,
+    network,
+    pod,
+    process,
+    rescheduling,
+    software,
+    timing,
+    workload,
+)
 from .base import ERROR, REGISTRY, WARNING, Finding, Rule, errors, evaluate, format_violation
 
 __all__ = [
@@ -20,6 +33,7 @@ __all__ = [
     "format_violation",
     "hardware",
     "network",
+    "pod",
     "process",
     "rescheduling",
     "software",

@@ -23,7 +23,18 @@ def mindcluster_release(profile: Profile, facts: List[JobFacts]) -> Iterable[Fin
     that is no release (7.3.RC1: 7.3 came as 7.3.0) would be judged as the release it sorts next
     to and get that release's errors (an Elastic Agent for 7.3.RC1) instead of this one."""
     text = profile.cluster.mindcluster
-    if text and H.release_base(text) is None:
+    newer = H.newer_release(text) if text else None
+    if newer is not None:
+        yield Finding(
+            ["cluster.mindcluster"],
+            "MindCluster %s is newer than this ascend-resumable knows (it knows up to %s): its feature gates, "
+            "manifests and known issues are not here, so nothing would be checked against them"
+            % (text, H.MINDCLUSTER_RELEASES[-1]),
+            "Upgrade ascend-resumable (pip install --upgrade ascend-resumable, or a newer checkout) to one that "
+            "knows %s; or, to plan for a release it knows, write that one (this version deploys %s)."
+            % (newer, ", ".join(R.STACK_RELEASES)),
+        )
+    elif text and H.release_base(text) is None:
         yield Finding(
             ["cluster.mindcluster"],
             "%r is not a MindCluster release (releases: %s; a service pack is written after its release, "

@@ -36,16 +36,28 @@ def planned_mounts(f: JobFacts) -> Dict[str, str]:
     "RT06 steps 7/9 (code, data, output volumes); KUBE volumes",
 )
 def job_volumes(profile: Profile, f: JobFacts) -> Iterable[Finding]:
-    """A volume needs exactly one of host_path or claim; two volumes may not share a name or a
-    mount path, and none may hide a path the plan mounts (driver, shm, cache, checkpoints, RankTable,
+    """A volume needs exactly one source (host_path, claim, config_map, secret or empty_dir); two
+    volumes may not share a name or a mount path, none may take the name of a volume the plan gives
+    the pods, and none may hide a path the plan mounts (driver, shm, cache, checkpoints, RankTable,
     reset-config, the profile), or the container would lose it."""
     planned = planned_mounts(f)
     names: List[str] = []
     paths: List[str] = []
     for i, v in enumerate(f.job.volumes):
         where = "%s.volumes[%d]" % (f.path, i)
-        if (v.host_path is None) == (v.claim is None):
-            yield Finding([where], "volume %r needs exactly one of host_path or claim" % v.name, "Give one of them.")
+        sources = [s for s in (v.host_path, v.claim, v.config_map, v.secret, v.empty_dir) if s is not None]
+        if len(sources) != 1:
+            yield Finding(
+                [where],
+                "volume %r needs exactly one of host_path, claim, config_map, secret or empty_dir" % v.name,
+                "Give one of them.",
+            )
+        if v.name in C.PLANNED_VOLUMES:
+            yield Finding(
+                [where + ".name"],
+                "volume name %r is the recovery plan's volume for %s" % (v.name, C.PLANNED_VOLUMES[v.name]),
+                "Rename it (e.g. code, data, output).",
+            )
         if v.host_path is not None and not posixpath.isabs(v.host_path):
             yield Finding([where + ".host_path"], "host_path %r is not absolute" % v.host_path, "Use an absolute path.")
         if not posixpath.isabs(v.mount_path) or posixpath.normpath(v.mount_path) != v.mount_path.rstrip("/"):

@@ -12,7 +12,6 @@ from typing import Any, List, Optional, Tuple
 from .. import constants as C
 from ..api import job_plan, load_plan
 from ..errors import ResumableError
-from ..hardware import IMAGE_PLATFORM
 from ..plan.model import JobPlan, Plan
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
@@ -69,9 +68,10 @@ def cmd_launch(args: argparse.Namespace) -> int:
     if args.dry_run:
         sys.stdout.write(render_dry_run(spec, path))
         if spec.problems:
+            count = len(spec.problems)
             print(
-                "error: %s: a launch here would fail: %s. Fix the items marked `problem` above."
-                % (path, "; ".join(spec.problems)),
+                "error: %s: a launch here would fail (%d problem%s, the lines marked `problem` above). Fix them."
+                % (path, count, "" if count == 1 else "s"),
                 file=sys.stderr,
             )
             return EXIT_INVALID
@@ -133,20 +133,20 @@ def cmd_patch_torchrun(args: argparse.Namespace) -> int:
 
 
 def cmd_context(args: argparse.Namespace) -> int:
-    from .context import prepare_context
+    from .context import build_commands, prepare_context
 
     plan = load_plan(args.profile)
     ctx = prepare_context(plan, args.job, args.out)
     job = job_plan(plan, args.job)
     print("build context for job %s: %s (wheels: %s)" % (job.name, ctx.path, ", ".join(ctx.wheels) or "none"))
-    # The image runs on the cluster's CPU, whatever the machine that builds it (hardware.IMAGE_PLATFORM).
-    build = ["podman", "build", "--platform", IMAGE_PLATFORM[plan.nodes.arch], "-f", ctx.dockerfile]
-    for key, value in ctx.build_args.items():
-        build += ["--build-arg", "%s=%s" % (key, value)]
-    if job.image.name:
-        build += ["-t", job.image.name]
-    build.append(ctx.path)
-    print(" ".join(shlex.quote(a) for a in build))
+    for argv in build_commands(plan, job, ctx, args.builder):
+        print(" ".join(shlex.quote(a) for a in argv))
+    if not job.image.pullable:
+        print(
+            "note: %s is a local name; the job's pods run it only on nodes that have it loaded. Set image.registry "
+            "(or image.name) in the profile to push it where the nodes pull from." % job.image.reference,
+            file=sys.stderr,
+        )
     return EXIT_OK
 
 
@@ -172,7 +172,11 @@ def register(sub: Any) -> None:
     )
     _profile_args(la)
     la.add_argument("--dry-run", action="store_true", help="print the environment and commands, start nothing")
-    la.add_argument("--log-dir", metavar="DIR", help="job log directory (default: the plan's, under /job/code/alllogs)")
+    la.add_argument(
+        "--log-dir",
+        metavar="DIR",
+        help="job log directory (default: the plan's launcher.log_dir; `resumable plan` shows it)",
+    )
     la.add_argument(
         "script", nargs=argparse.REMAINDER, metavar="-- SCRIPT ARGS", help="training script (default: the plan's)"
     )
@@ -206,6 +210,12 @@ def register(sub: Any) -> None:
     cx.add_argument("profile", metavar="PROFILE")
     cx.add_argument("--job", metavar="NAME")
     cx.add_argument("--out", required=True, metavar="DIR")
+    cx.add_argument(
+        "--builder",
+        choices=["podman", "docker"],
+        default="podman",
+        help="the tool of the printed build and push lines (docker: docker buildx build --load)",
+    )
     cx.set_defaults(func=cmd_context)
     wd = isub.add_parser("wheel-deps", help="print the public requirements of the vendor wheels in DIR")
     wd.add_argument("dir", metavar="DIR")

@@ -26,10 +26,11 @@ import urllib.request
 from typing import Dict, List, Optional, Set
 
 from .. import __version__, fileio
-from ..api import job_plan
+from ..api import job_path, job_plan
 from ..errors import ResumableError
+from ..hardware import IMAGE_PLATFORM
 from ..plan.model import JobPlan, Plan, WheelPlan
-from ..wheelfiles import base_name, is_https
+from ..wheelfiles import base_name, is_https, release_zip
 from . import installed
 from .wheels import sha256_file, write_wheel
 
@@ -123,8 +124,8 @@ def _download(url: str, dst: str) -> str:
     return sha256_file(dst)
 
 
-def _fetch_wheel(job: JobPlan, wheel: WheelPlan, wheels_dir: str) -> str:
-    where = "jobs[%s].image.wheels.%s" % (job.name, wheel.name)
+def _fetch_wheel(where_job: str, wheel: WheelPlan, wheels_dir: str) -> str:
+    where = "%s.image.wheels.%s" % (where_job, wheel.name)
     if wheel.file is not None:
         # the file name (distribution, version) is checked by the wheel-declaration rule of the plan
         filename = os.path.basename(wheel.file)
@@ -153,6 +154,32 @@ def _fetch_wheel(job: JobPlan, wheel: WheelPlan, wheels_dir: str) -> str:
             "Use the file the checksum was taken from, or correct image.wheels.%s.sha256." % wheel.name,
         )
     return filename
+
+
+def missing_wheel_files(plan: Plan, job: JobPlan) -> List[str]:
+    """One line per vendor wheel file the profile declares that is not there: the file to place, where,
+    and the release zip it comes in (the shipped examples name files nobody has until they place them)."""
+    lines = []
+    for wheel in job.image.wheels:
+        if wheel.file is not None and not os.path.lexists(wheel.file):
+            lines.append(
+                "%s (%s %s, from %s)"
+                % (wheel.file, wheel.name, wheel.version or "", release_zip(wheel.name, wheel.version, plan.nodes.arch))
+            )
+    return lines
+
+
+def check_wheel_files(plan: Plan, job: JobPlan) -> None:
+    """Refuse, naming every missing wheel file at once, before anything is copied."""
+    missing = missing_wheel_files(plan, job)
+    if missing:
+        raise ResumableError(
+            "needs vendor wheel files that are not there: place %s" % "; ".join(missing),
+            "%s.image.wheels (job %s)" % (job_path(plan, job), job.name),
+            "Unpack each zip from the MindCluster release of your cluster and put the .whl file at that path "
+            "(relative paths in the profile are relative to the profile's directory), then set its sha256 in the "
+            "profile to `sha256sum` of the file. They are never installed from a package index by name.",
+        )
 
 
 def _required_wheels(job: JobPlan) -> Set[str]:
@@ -230,7 +257,7 @@ def prepare_context(plan: Plan, job_name: Optional[str], out_dir: str) -> ImageC
     job = job_plan(plan, job_name)
     if not job.image.base:
         raise ResumableError(
-            "jobs[%s].image.base is not set" % job.name,
+            "%s.image.base is not set (job %s)" % (job_path(plan, job), job.name),
             plan.profile,
             "Name the base image that already has CANN, torch and torch_npu (or MindSpore), e.g. "
             "ascendai/pytorch:2.7.1 built on CANN 8.5.0 (see images/runtime/README.md).",
@@ -240,9 +267,10 @@ def prepare_context(plan: Plan, job_name: Optional[str], out_dir: str) -> ImageC
     if missing:
         raise ResumableError(
             "the plan runs %s in the container but installs no %s wheel" % (", ".join(missing), ", ".join(missing)),
-            "jobs[%s].image" % job.name,
+            "%s.image (job %s)" % (job_path(plan, job), job.name),
             "Set image.%s (the version) and image.wheels.%s (file and sha256)." % (missing[0], missing[0]),
         )
+    check_wheel_files(plan, job)
     if not os.path.isfile(DOCKERFILE):
         raise ResumableError(
             "is missing from the installed package (it is package data of the %s distribution)" % DISTRIBUTION,
@@ -264,7 +292,7 @@ def prepare_context(plan: Plan, job_name: Optional[str], out_dir: str) -> ImageC
         copied: List[str] = []
         sums: List[str] = []
         for wheel in job.image.wheels:
-            filename = _fetch_wheel(job, wheel, wheels_dir)
+            filename = _fetch_wheel(job_path(plan, job), wheel, wheels_dir)
             copied.append(filename)
             sums.append("%s  %s\n" % (sha256_file(os.path.join(wheels_dir, filename)), filename))
             written.append("%s/%s" % (WHEELS_DIR, filename))
@@ -295,4 +323,27 @@ def prepare_context(plan: Plan, job_name: Optional[str], out_dir: str) -> ImageC
     )
 
 
-__all__ = ["ImageContext", "build_args", "prepare_context"]
+def build_commands(plan: Plan, job: JobPlan, ctx: ImageContext, builder: str = "podman") -> List[List[str]]:
+    """The commands that build the image of ``job`` from ``ctx`` for the cluster's CPU (whatever the
+    machine that builds it; hardware.IMAGE_PLATFORM), tagged with the reference the job runs, and push it
+    when that reference names a registry (image.name or image.registry)."""
+    platform = IMAGE_PLATFORM[plan.nodes.arch]
+    build = ["docker", "buildx", "build", "--load"] if builder == "docker" else ["podman", "build"]
+    build += ["--platform", platform, "-f", ctx.dockerfile]
+    for key, value in ctx.build_args.items():
+        build += ["--build-arg", "%s=%s" % (key, value)]
+    build += ["-t", job.image.reference, ctx.path]
+    commands = [build]
+    if job.image.pullable:
+        commands.append([builder, "push", job.image.reference])
+    return commands
+
+
+__all__ = [
+    "ImageContext",
+    "build_args",
+    "build_commands",
+    "check_wheel_files",
+    "missing_wheel_files",
+    "prepare_context",
+]

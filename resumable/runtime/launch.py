@@ -94,7 +94,7 @@ class LaunchSpec:
 
     @property
     def timeline_path(self) -> str:
-        return os.path.join(self.log_dir, "timeline-%s.jsonl" % _host())
+        return os.path.join(self.log_dir, C.TIMELINE_FILE % _host())
 
     @property
     def manager_log(self) -> str:
@@ -274,7 +274,9 @@ def build_spec(
         if tm.where == "rank0":
             rank = need(C.ENV_RANK, "the Ascend Operator injects the pod rank")
             here = rank == "0"
-            manager_reason = "RANK=%s: the TaskD Manager runs only on rank 0 (PLR 适配训练脚本)" % rank
+            manager_reason = "RANK=%s: the TaskD Manager runs only on rank 0 (PLR 适配训练脚本)" % (
+                rank if rank is not None else "(unset)"
+            )
         elif tm.where == "scheduler":
             host, pod_ip = env.get(C.ENV_MS_SCHED_HOST), env.get(C.ENV_POD_IP)
             need(C.ENV_MS_SCHED_HOST, "the Ascend Operator injects it")

@@ -67,7 +67,9 @@ def rendered_crds(objects: Dict[str, Dict[str, Any]]) -> Dict[Kind, Tuple[str, D
 
 def check(out: Path, kube: str) -> Tuple[List[str], List[str]]:
     """(report lines, problems) for the render directory ``out``."""
-    objects = {p.name: yaml.safe_load(p.read_text(encoding="utf-8")) for p in sorted(out.glob("*.yaml"))}
+    objects = {
+        str(p.relative_to(out)): yaml.safe_load(p.read_text(encoding="utf-8")) for p in sorted(out.rglob("*.yaml"))
+    }
     crds = rendered_crds(objects)
     report: List[str] = []
     problems: List[str] = []
@@ -108,7 +110,7 @@ def main(argv: List[str]) -> int:
         return 2
     out = Path(argv[1])
     kube = argv[2] if len(argv) > 2 else "1.28"
-    if not out.is_dir() or not any(out.glob("*.yaml")):
+    if not out.is_dir() or not any(out.rglob("*.yaml")):
         print(f"error: {out} holds no rendered YAML; run `resumable render PROFILE --out {out}` first", file=sys.stderr)
         return 2
     report, problems = check(out, kube)

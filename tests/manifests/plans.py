@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Dict
 
 from resumable.plan.model import SchedulerPlan
+from resumable.plan.scheduler import volcano_plugin_name
 
 #: What the resilience settings below render to (an independent expectation for the builders).
 RESILIENCE_DEVICE_PLUGIN_ARGS = {"-volcanoType": "true", "-hotReset": "2", "-listWatchPeriod": "5"}
@@ -21,7 +22,7 @@ def scheduler_plan(
         kubernetes="1.28",
         container_runtime="containerd",
         volcano_version=volcano,
-        volcano_plugin_name=f"volcano-npu_v{release}_linux-{arch}",
+        volcano_plugin_name=volcano_plugin_name(release, arch),
         image_registry="",
         image_pull_policy=None,
         image_pull_secrets=[],

@@ -10,6 +10,7 @@ import yaml
 from resumable.constants import CLUSTERD_GRPC_PORT, CLUSTERD_SERVICE, LOG_ROOT
 from resumable.manifests import build_stack, build_stages
 from resumable.manifests.volcano import default_init_params
+from resumable.plan.scheduler import volcano_plugin_name
 
 from .facts import arg_tokens, effective_args, first
 from .plans import scheduler_plan
@@ -113,16 +114,24 @@ def test_init_params_per_release() -> None:
 
 
 @pytest.mark.parametrize("arch", ["aarch64", "x86_64"])
-def test_plugin_named_for_release_and_arch(arch: str) -> None:
-    objects = build_stack(scheduler_plan("26.0.0", "1.9.0", arch))
-    names = [p["name"] for p in scheduler_conf(objects)["tiers"][0]["plugins"]]
-    assert names == ["priority", "gang", "conformance", f"volcano-npu_v26.0.0_linux-{arch}"]
+def test_plugin_named_as_the_release_build_names_it(arch: str) -> None:
+    """build.sh appends _linux-<arch> up to 7.3.0 (MC:@v7.3.0 build.sh:54), not from 7.3.1 and 26.0.0
+    (MC:@v7.3.1, @v26.0.0 build.sh:54): the scheduler loads the plugin by that name."""
+    for release, name in (
+        ("7.3.0", f"volcano-npu_v7.3.0_linux-{arch}"),
+        ("7.3.1", "volcano-npu_v7.3.1"),
+        ("26.0.0", "volcano-npu_v26.0.0"),
+    ):
+        plan = scheduler_plan(release, "1.9.0", arch, volcano_plugin_name=volcano_plugin_name(release, arch))
+        assert plan.volcano_plugin_name == name
+        names = [p["name"] for p in scheduler_conf(build_stack(plan))["tiers"][0]["plugins"]]
+        assert names == ["priority", "gang", "conformance", name]
 
 
 def test_volcano_112_tier_order_and_preemption() -> None:
     objects = build_stack(scheduler_plan("26.1.0", "1.12.0"))
     tier = scheduler_conf(objects)["tiers"][0]["plugins"]
-    assert [p["name"] for p in tier] == ["gang", "volcano-npu_v26.1.0_linux-aarch64", "priority", "conformance"]
+    assert [p["name"] for p in tier] == ["gang", "volcano-npu_v26.1.0", "priority", "conformance"]
     assert tier[1]["enablePreemptable"] is True and tier[1]["enableReclaimable"] is True
 
 

@@ -31,7 +31,7 @@ def rendered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _ascendjob(out: Path) -> Path:
-    (path,) = out.glob("*-ascendjob-*.yaml")
+    (path,) = out.rglob("*-ascendjob-*.yaml")
     return path
 
 
@@ -39,7 +39,10 @@ def test_the_ascendjob_is_checked_against_the_rendered_crd(rendered: Path, capsy
     assert check_rendered.main(["check_rendered.py", str(rendered)]) == 0
     out = capsys.readouterr().out
     assert "SKIP" not in out
-    assert "AscendJob llama-pretrain: checked against 011-customresourcedefinition-ascendjobs.mindxdl.gitee.com" in out
+    assert (
+        "AscendJob llama-pretrain: checked against 1-crds/007-customresourcedefinition-ascendjobs.mindxdl.gitee.com"
+        in out
+    )
     assert ", 1 custom resources" in out
 
 
@@ -50,12 +53,12 @@ def test_a_field_the_crd_does_not_have_is_invalid(rendered: Path, capsys: pytest
     path.write_text(yaml.safe_dump(job))
     assert check_rendered.main(["check_rendered.py", str(rendered)]) == 1
     err = capsys.readouterr().err
-    assert "INVALID %s: against 011-customresourcedefinition-ascendjobs" % path.name in err
+    assert "INVALID %s: against 1-crds/007-customresourcedefinition-ascendjobs" % path.relative_to(rendered) in err
     assert "notAField" in err
 
 
 def test_a_custom_resource_without_its_crd_is_invalid(rendered: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (crd,) = rendered.glob("*-customresourcedefinition-ascendjobs.*.yaml")
+    (crd,) = rendered.rglob("*-customresourcedefinition-ascendjobs.*.yaml")
     crd.unlink()
     assert check_rendered.main(["check_rendered.py", str(rendered)]) == 1
     assert "the render has no CustomResourceDefinition for mindxdl.gitee.com/AscendJob" in capsys.readouterr().err

@@ -8,11 +8,11 @@ import hashlib
 import os
 import sys
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 import pytest
 import yaml
-from conftest import EXAMPLES, FIXTURES
+from conftest import EXAMPLES, FIXTURES, ROOT
 
 from .pulumi_mocks import MOCKS, pulumi_test, reset, settled
 
@@ -99,3 +99,64 @@ def test_a_tampered_wheel_fails_before_any_build(profile_with_wheels: Path, tmp_
             ),
         )
     assert not [r for r in MOCKS.resources if r.typ == "docker-build:index:Image"]
+
+
+def test_a_preview_of_a_shipped_example_goes_on_without_its_wheels(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """issue 24: `pulumi preview` of every shipped stack failed on the vendor wheels the example
+    names; a preview now warns with what to place where and goes on (the job shows the tag it will
+    push), `up` refuses with the same list before anything is built."""
+    import pulumi
+
+    warnings: List[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda msg, resource=None, *a, **k: warnings.append(msg))
+    plan = load_plan(str(EXAMPLES / "pytorch-process-recovery.yaml"))
+    job = plan.jobs[0]
+    args = RuntimeImageArgs(plan=plan, job=job.name, tags=[job.image.reference], context_dir=str(tmp_path / "c"))
+    reset()
+    monkeypatch.setattr(pulumi.runtime, "is_dry_run", lambda: True)
+    image = RuntimeImage("preview", args)
+    assert image.image is None and not [r for r in MOCKS.resources if r.typ == "docker-build:index:Image"]
+    (warning,) = warnings
+    assert (
+        "wheels/taskd-7.3.0-py3-none-linux_aarch64.whl (taskd 7.3.0, from Ascend-mindxdl-taskd_7.3.0_linux-aarch64.zip)"
+        in warning
+    )
+    assert "mindio_ttp-7.3.0-py3-none-linux_aarch64.whl (mindio_ttp 7.3.0, from Ascend-mindxdl-mindio_7.3.0" in warning
+    monkeypatch.setattr(pulumi.runtime, "is_dry_run", lambda: False)
+    with pytest.raises(pulumi.RunError, match=r"place .*taskd-7\.3\.0-py3-none-linux_aarch64\.whl"):
+        RuntimeImage("up", args)
+    assert not [r for r in MOCKS.resources if r.typ == "docker-build:index:Image"]
+
+
+@pytest.mark.parametrize("name", sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in ROOT.glob("Pulumi.*.yaml")))
+def test_pulumi_preview_of_every_shipped_stack_goes_as_far_as_it_can(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """issue 24: `pulumi preview` of every shipped stack stopped on the vendor wheels nobody has placed;
+    the whole program now registers its resources, saying which files to place."""
+    import pulumi
+
+    from .pulumi_mocks import install_program, stack_config
+    from .test_stacks import registrations
+
+    warnings: List[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda msg, resource=None, *a, **k: warnings.append(msg))
+    monkeypatch.setattr(pulumi.runtime, "is_dry_run", lambda: True)
+    install_program(monkeypatch, tmp_path)
+    config = stack_config(ROOT / f"Pulumi.{name}.yaml")
+    regs = registrations(config)
+    assert [r for r in regs if r.type.startswith("kubernetes:")], "nothing was registered"
+    profile = yaml.safe_load((ROOT / config["ascend-resumable:profile"]).read_text())
+    prebuilt = config.get("ascend-resumable:images") or {}
+    builds = config.get("ascend-resumable:stackRole", "all") != "cluster"
+    wanted = [
+        w["file"]
+        for j in profile["jobs"]
+        if builds and j["name"] not in prebuilt
+        for w in (j["image"].get("wheels") or {}).values()
+        if "file" in w
+    ]
+    for file in wanted:
+        assert any(file in w for w in warnings), (file, warnings)

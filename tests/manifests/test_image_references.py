@@ -137,6 +137,22 @@ def test_render_and_pulumi_name_a_built_image_by_the_one_rule(tmp_path: Path, un
         assert F.problem(F.IMAGE, ref) is None, ref
 
 
+def test_pulumi_pushes_to_the_profiles_image_registry(tmp_path: Path) -> None:
+    """A job without image.name but with image.registry: render, `image context` and the stack all
+    name ``<image.registry>/<job>:<release>``; config imageRegistry still wins for the stack."""
+    profile = example_profile(EXAMPLE, tmp_path)
+    doc = yaml.safe_load(profile.read_text())
+    del doc["jobs"][0]["image"]["name"]
+    doc["jobs"][0]["image"]["registry"] = "harbor.corp.local/ai"
+    profile.write_text(yaml.safe_dump(doc, sort_keys=False))
+    plan = load_plan(str(profile))
+    job = plan.jobs[0]
+    assert default_image(plan, job) == job.image.reference == "harbor.corp.local/ai/%s:7.3.0" % JOB
+    assert image_tags(_config(profile), plan, job) == [job.image.reference]
+    other = image_tags(_config(profile, imageRegistry="registry.example.com/ai"), plan, job)
+    assert other == ["registry.example.com/ai/%s:7.3.0" % JOB]
+
+
 @pytest.mark.parametrize(
     ("reference", "host"),
     [

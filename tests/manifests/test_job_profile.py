@@ -168,7 +168,7 @@ def test_doctor_in_the_pod_reads_the_rendered_profile_as_the_whole(
     capsys.readouterr()
     (cm,) = [
         yaml.safe_load(p.read_text())
-        for p in sorted((tmp_path / "out").glob("*.yaml"))
+        for p in sorted((tmp_path / "out").rglob("*.yaml"))
         if "-configmap-" in p.name and "resumable-profile-" in p.name
     ]
     mounted = tmp_path / "profile.yaml"

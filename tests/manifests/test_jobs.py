@@ -37,7 +37,7 @@ PROCESS_RECOVERY = ["pytorch-process-recovery", "mindspore-process-recovery"]
 
 def render(profile: Path, out: Path) -> List[Dict[str, Any]]:
     assert main(["render", str(profile), "--out", str(out)]) == 0
-    return [yaml.safe_load(p.read_text()) for p in sorted(out.iterdir()) if p.suffix == ".yaml"]
+    return [yaml.safe_load(p.read_text()) for p in sorted(out.rglob("*.yaml"))]
 
 
 def the_job(objs: List[Dict[str, Any]]) -> Dict[str, Any]:

@@ -33,6 +33,8 @@ Facts = Dict[Key, Dict[str, Any]]
 
 
 def upstream_files(release: str, volcano: str) -> List[Path]:
+    """The upstream manifests of ``release``; a patch release's are its base release's (identical at the
+    tags: releases.PATCH_RELEASES), so 7.3.1, 7.3.2 and 26.0.1 are compared with the 7.3.0 and 26.0.0 files."""
     root = release_dir(release)
     names = ["ascend-operator.yaml", "clusterd.yaml", "ascendplugin-volcano.yaml", "noded.yaml", "npu-exporter.yaml"]
     return [root / f"volcano-v{volcano}.yaml"] + [root / n for n in names]

@@ -200,6 +200,15 @@ def done(deployment: Dict[str, Any], check: Any) -> Any:
     return pulumi.Output.all(*waits).apply(check)
 
 
+def is_training_job(r: Any) -> bool:
+    """An AscendJob or a Volcano Job (not a batch/v1 Job that prepares the storage)."""
+    return bool(r.inputs["kind"] == "AscendJob" or r.inputs["apiVersion"] == "batch.volcano.sh/v1alpha1")
+
+
+def is_storage_prepare(r: Any) -> bool:
+    return bool(r.inputs["apiVersion"] == "batch/v1" and r.inputs["kind"] == "Job")
+
+
 def keys(kind: str) -> Set[str]:
     out = set()
     for r in kubernetes_objects():
@@ -248,7 +257,7 @@ def test_resource_graph(program: Any, name: str) -> Any:
             k for k in keys("ConfigMap") if k.split("/")[0] in ("volcano-system", "mindx-dl", "cluster-system")
         }
         assert keys("ConfigMap") - stack_cms == exp.config_maps
-        jobs = [r for r in kubernetes_objects() if r.inputs["kind"] in ("AscendJob", "Job")]
+        jobs = [r for r in kubernetes_objects() if is_training_job(r)]
         assert [r.key for r in jobs] == [exp.job]
         assert {k: v["replicas"] for k, v in jobs[0].inputs["spec"]["replicaSpecs"].items()} == exp.replicas
 
@@ -271,19 +280,22 @@ def test_wiring_provider_parents_dependencies_retain(program: Any, name: str) ->
         urns = {r.type: r.urn for r in regs if r.type.startswith("ascend-resumable:")}
         kept = ("Namespace", "CustomResourceDefinition", "PersistentVolume", "PersistentVolumeClaim")
         for r in kubernetes_objects():
-            provider = adopt if r.inputs["kind"] in kept else default
+            # the Job that prepares the storage is the shared storage's: kept and adopted with it
+            provider = adopt if r.inputs["kind"] in kept or is_storage_prepare(r) else default
             assert r.request.provider.startswith(provider.urn + "::"), f"{r.key} not on {provider.request.name}"
             # an upsert followed by the delete of the old object would delete what it took over
             assert bool(r.request.deleteBeforeReplace) or r.inputs["kind"] not in kept, r.key
             assert r.request.parent in urns.values(), f"{r.key} is not a component's child"
         objs = {r.key: r for r in kubernetes_objects()}
-        job = next(r for r in kubernetes_objects() if r.inputs["kind"] in ("AscendJob", "Job"))
+        job = next(r for r in kubernetes_objects() if is_training_job(r))
         waits = set(job.request.dependencies)
         needs = ("CustomResourceDefinition/ascendjobs.mindxdl.gitee.com", "Deployment/mindx-dl/ascend-operator-manager")
         for needed in needs if EXPECTED[name].role == "all" else ():
             assert objs[needed].urn in waits, f"{job.key} does not wait for {needed}"
         for claim in keys("PersistentVolumeClaim"):
             assert objs["PersistentVolumeClaim/" + claim].urn in waits, f"{job.key} does not wait for {claim}"
+        for prepare in [r for r in kubernetes_objects() if is_storage_prepare(r)]:
+            assert prepare.urn in waits, f"{job.key} does not wait for {prepare.key} (its directories on the export)"
         for key, r in objs.items():  # one node that cannot run an agent must not hold back the jobs
             if r.inputs["kind"] == "DaemonSet":
                 assert r.urn not in waits, f"{job.key} waits for {key}"
@@ -293,6 +305,7 @@ def test_wiring_provider_parents_dependencies_retain(program: Any, name: str) ->
         for key, r in objs.items():
             kind = r.inputs["kind"]
             keep = kind in ("Namespace", "CustomResourceDefinition", "PersistentVolume", "PersistentVolumeClaim")
+            keep = keep or is_storage_prepare(r)
             assert bool(r.request.retainOnDelete) == keep, key
             if kind == "PersistentVolumeClaim" and r.inputs["spec"].get("volumeName"):
                 pv = objs["PersistentVolume/" + r.inputs["spec"]["volumeName"]]
@@ -321,7 +334,7 @@ def test_job_runs_the_image_digest_or_the_configured_reference(program: Any, nam
         else:
             assert built == []
             wanted = config["ascend-resumable:images"][job_name]
-        job = next(r for r in kubernetes_objects() if r.inputs["kind"] in ("AscendJob", "Job"))
+        job = next(r for r in kubernetes_objects() if is_training_job(r))
         for spec in job.inputs["spec"]["replicaSpecs"].values():
             assert spec["template"]["spec"]["containers"][0]["image"] == wanted
         record = next(r for r in kubernetes_objects() if r.key.endswith("/resumable-image-" + job_name))

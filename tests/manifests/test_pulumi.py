@@ -186,7 +186,7 @@ def test_registered_manifests_carry_the_resilience_settings() -> Any:
         noded = objs["DaemonSet/mindx-dl/noded"].inputs
         assert "-reportInterval=7" in " ".join(noded["spec"]["template"]["spec"]["containers"][0]["args"])
         conf = objs["ConfigMap/volcano-system/volcano-scheduler-configmap"].inputs["data"]["volcano-scheduler.conf"]
-        assert "grace-over-time: '1200'" in conf and "volcano-npu_v26.0.0_linux-aarch64" in conf
+        assert "grace-over-time: '1200'" in conf and "name: volcano-npu_v26.0.0\n" in conf
         assert objs["Service/mindx-dl/clusterd-grpc-svc"].inputs["spec"]["ports"][0]["port"] == 8899
 
     return done(c, check)

@@ -7,7 +7,7 @@ would push (``default_image``), Pulumi the pushed digest or the prebuilt referen
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
 import pytest
 import yaml
@@ -45,7 +45,7 @@ def rendered(profile: str, out: Path, images: Dict[str, str]) -> Dict[str, Dict[
     the stack runs (``images``: rendered reference -> stack's reference)."""
     assert resumable(["render", profile, "--out", str(out)]) == 0
     objects: Dict[str, Dict[str, Any]] = {}
-    for path in sorted(out.glob("*.yaml")):
+    for path in sorted(out.rglob("*.yaml")):
         obj = _run_image(yaml.safe_load(path.read_text(encoding="utf-8")), images)
         meta = obj["metadata"]
         key = (
@@ -57,12 +57,20 @@ def rendered(profile: str, out: Path, images: Dict[str, str]) -> Dict[str, Dict[
     return objects
 
 
-def stack_objects(name: str, tmp_path: Path) -> tuple[Dict[str, Dict[str, Any]], str, Dict[str, str]]:
-    """The stack's Kubernetes objects by key, its profile and ``rendered image -> image it runs``."""
+def stack_objects(
+    name: str, tmp_path: Path, edit: Optional[Callable[[Dict[str, Any]], None]] = None
+) -> tuple[Dict[str, Dict[str, Any]], str, Dict[str, str]]:
+    """The stack's Kubernetes objects by key, its profile and ``rendered image -> image it runs``;
+    ``edit`` changes the shipped profile's data first."""
     from resumable.api import load_plan
     from resumable.manifests.deployment import default_image
 
     config = shipped_config(name, tmp_path)
+    if edit is not None:
+        path = Path(config[f"{PROJECT}:profile"])
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        edit(doc)
+        path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
     regs = registrations(config)
     objects: Dict[str, Dict[str, Any]] = {}
     for r in regs:
@@ -104,6 +112,26 @@ def test_a_whole_stack_is_the_render(env: Path, name: str) -> None:
     render = rendered(profile, env / "render", images)
     assert sorted(objects) == sorted(render)
     assert_same(objects, render, sorted(render))
+
+
+def test_pod_settings_and_extra_volumes_reach_the_pulumi_output(env: Path) -> None:
+    """jobs[].pod and the new volume sources: the stack registers what render writes (issue 24)."""
+    from .test_pod_settings import POD, VOLUMES
+
+    name = next(n for n in STACKS if role(n) == "all")
+
+    def edit(doc: Dict[str, Any]) -> None:
+        doc["jobs"][0].update(pod=POD, volumes=VOLUMES)
+
+    objects, profile, images = stack_objects(name, env, edit)
+    render = rendered(profile, env / "render", images)
+    assert sorted(objects) == sorted(render)
+    assert_same(objects, render, sorted(render))
+    jobs = [o for o in objects.values() if o["kind"] in ("AscendJob", "Job") and o["apiVersion"] != "batch/v1"]
+    spec = jobs[0]["spec"]
+    pods = [s["template"] for s in spec["replicaSpecs"].values()] if "replicaSpecs" in spec else []
+    pods += [t["template"] for t in spec.get("tasks", [])]
+    assert pods and all(p["spec"]["priorityClassName"] == "training-high" for p in pods)
 
 
 @pytest.mark.parametrize("name", [n for n in STACKS if role(n) == "workload"])

@@ -124,6 +124,7 @@ def test_adding_a_job_in_front_changes_no_existing_object() -> None:
     assert "ConfigMap/resumable-profile-0-first/team-0" in jobs_after
     added = sorted(set(after) - set(before))
     assert added == [
+        "Job/0-first-prepare-storage/team-0",
         "PersistentVolume/0-first-checkpoints-team-0/",
         "PersistentVolume/0-first-op-cache-team-0/",
         "PersistentVolumeClaim/0-first-checkpoints/team-0",

@@ -67,7 +67,7 @@ def test_render_cli_exits_2_with_one_paragraph(tmp_path: Any, capsys: Any, monke
 
     plan = scheduler_plan(volcano_version="1.12.0")
 
-    fake = SimpleNamespace(scheduler=plan, violations=[])
+    fake = SimpleNamespace(scheduler=plan, violations=[], notes=[])
     monkeypatch.setattr(cli, "load_plan", lambda path, strict=False: fake)
     out = tmp_path / "out"
     assert cli.main(["render", "profile.yaml", "--out", str(out)]) == 2

@@ -13,8 +13,11 @@ def upstream_root() -> Path:
 
 
 def release_dir(release: str) -> Path:
-    """``<upstream>/mindcluster/v<release>``; skips the test when the folder is absent."""
-    path = upstream_root() / "mindcluster" / f"v{release}"
+    """``<upstream>/mindcluster/v<release>``, for a patch release its base release's (identical at the tags:
+    resumable.releases.PATCH_RELEASES); skips the test when the folder is absent."""
+    from resumable.releases import PATCH_RELEASES
+
+    path = upstream_root() / "mindcluster" / f"v{PATCH_RELEASES.get(release, release)}"
     if not path.is_dir():
         import pytest  # here: tests/manifests/check_rendered.py (make demo) uses upstream_root without pytest
 

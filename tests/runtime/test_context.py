@@ -164,10 +164,12 @@ def test_vendor_wheel_mistakes_are_user_errors(tmp_path: Path, wheels: Dict[str,
     profile = image_profile(tmp_path / "c", {"taskd": wheels["taskd"]})
     with pytest.raises(ResumableError, match=r"never installed from a package index by name"):
         prepare(profile, "c-ctx")
-    # the declared file is not there
+    # the declared file is not there: named with where it goes and its release zip (issue 24)
     profile = image_profile(tmp_path / "e", wheels)
     (tmp_path / "e" / "wheels" / wheels["taskd"].name).unlink()
-    with pytest.raises(ResumableError, match=r"does not exist"):
+    with pytest.raises(
+        ResumableError, match=r"not there: place .*/e/wheels/taskd-.*\(taskd 7\.3\.0, from Ascend-mindxdl-taskd_"
+    ):
         prepare(profile, "e-ctx")
     # no base image
     profile = image_profile(tmp_path / "d", wheels, base="")

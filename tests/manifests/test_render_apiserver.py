@@ -1,0 +1,104 @@
+"""The layered render against a real API server: applied with the commands the help and the docs
+give (:func:`resumable.manifests.render.apply_steps`), diffed, and one job deleted.
+
+The contract with the control-plane fixture (issue 23): a pytest fixture ``kube_cluster`` whose
+value has ``kubectl`` (the command line that runs kubectl: a list of strings, or one path) and
+``kubeconfig`` (the path of a kubeconfig for the cluster), as attributes or as mapping keys. Every
+command of the steps is run as that kubectl with ``KUBECONFIG`` set, exactly as written there,
+``kubectl`` replaced by the fixture's command line. Until the fixture exists the tests are skipped
+with that reason.
+
+The profile keeps its volumes on a storage class (no NFS), so no step waits for a pod to finish: a
+control plane with KWOK nodes runs no container (the NFS prepare Job is covered without a cluster in
+tests/manifests/test_storage_prepare.py).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any, List, Sequence
+
+import pytest
+import yaml
+from conftest import EXAMPLES
+
+from resumable.cli import main as resumable
+from resumable.manifests.render import Step, apply_steps, delete_job_steps, diff_steps
+
+EXAMPLE = EXAMPLES / "pytorch-process-recovery.yaml"
+JOBS = ["llama-pretrain", "llama-finetune"]
+
+
+class Cluster:
+    def __init__(self, kubectl: Sequence[str], kubeconfig: str, runs_pods: bool = False) -> None:
+        self.kubectl = list(kubectl)
+        self.env = dict(os.environ, KUBECONFIG=kubeconfig)
+        #: the cluster's nodes run containers (a KWOK control plane runs none: no Job ever completes)
+        self.runs_pods = runs_pods
+
+    def run(self, step: Step, check: bool = True) -> subprocess.CompletedProcess[str]:
+        assert step.argv[0] == "kubectl"
+        done = subprocess.run(
+            [*self.kubectl, *step.argv[1:]], env=self.env, capture_output=True, text=True, timeout=360
+        )
+        if check:
+            assert done.returncode == 0, "%s: %s%s" % (step.shell(), done.stdout, done.stderr)
+        return done
+
+    def get(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return self.run(Step(("kubectl", "get", *args), "look"), check=False)
+
+
+def kube_cluster_or_skip(request: pytest.FixtureRequest) -> Cluster:
+    """The control plane of issue 23 from its ``kube_cluster`` fixture (attributes or mapping keys
+    ``kubectl``, ``kubeconfig`` and optionally ``runs_pods``), or a skip naming what is missing."""
+    try:
+        value: Any = request.getfixturevalue("kube_cluster")
+    except pytest.FixtureLookupError:
+        pytest.skip("needs the local control plane of issue 23 (a pytest fixture kube_cluster)")
+
+    def field(name: str, default: Any = None) -> Any:
+        return value.get(name, default) if isinstance(value, dict) else getattr(value, name, default)
+
+    kubectl = field("kubectl")
+    command = [os.fspath(kubectl)] if isinstance(kubectl, (str, os.PathLike)) else [str(a) for a in kubectl]
+    return Cluster(command, str(field("kubeconfig")), bool(field("runs_pods", False)))
+
+
+@pytest.fixture()
+def cluster(request: pytest.FixtureRequest) -> Cluster:
+    return kube_cluster_or_skip(request)
+
+
+def storage_class_profile(tmp_path: Path) -> Path:
+    doc = yaml.safe_load(EXAMPLE.read_text())
+    doc["storage"] = {"storage_class": "standard"}
+    doc["jobs"].append(dict(doc["jobs"][0], name=JOBS[1]))
+    path = tmp_path / "profile.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def test_apply_diff_and_delete_one_job(cluster: Cluster, tmp_path: Path) -> None:
+    out = str(tmp_path / "rendered")
+    assert resumable(["render", str(storage_class_profile(tmp_path)), "--out", out]) == 0
+    steps: List[Step] = apply_steps(out, JOBS, prepare=False)
+    for step in steps:
+        cluster.run(step)
+    for step in diff_steps(out, JOBS):
+        done = cluster.run(step, check=False)
+        assert done.returncode == 0, "%s shows a difference after apply: %s%s" % (
+            step.shell(),
+            done.stdout,
+            done.stderr,
+        )
+    assert cluster.get("ascendjob", JOBS[0], "-n", "training").returncode == 0
+    for step in delete_job_steps(out, JOBS[0]):
+        cluster.run(step)
+    assert cluster.get("ascendjob", JOBS[0], "-n", "training").returncode != 0
+    assert cluster.get("ascendjob", JOBS[1], "-n", "training").returncode == 0
+    assert cluster.get("crd", "ascendjobs.mindxdl.gitee.com").returncode == 0
+    assert cluster.get("pvc", "%s-checkpoints" % JOBS[0], "-n", "training").returncode == 0
+    assert cluster.get("namespace", "training").returncode == 0
