@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 import sys
 from typing import Any, List, Optional, Tuple
 
 from .. import constants as C
+from .. import jsonio
 from ..api import job_plan, load_plan
 from ..errors import ResumableError
 from ..hardware import IMAGE_PLATFORM
@@ -102,7 +102,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         name = job.name
         checks = run_checks(job, os.environ)
     if args.format == "json":
-        print(json.dumps(to_json(name, path, checks), indent=2, ensure_ascii=False))
+        print(jsonio.dumps(to_json(name, path, checks), sys.stdout))
     else:
         sys.stdout.write(render_table(name, path, checks))
     return EXIT_FAILED if failed(checks) else EXIT_OK
@@ -113,7 +113,7 @@ def cmd_timeline(args: argparse.Namespace) -> int:
 
     events = read_events(args.file)
     if args.format == "json":
-        print(json.dumps(to_json(args.file, events), indent=2))
+        print(jsonio.dumps(to_json(args.file, events), sys.stdout))
     else:
         sys.stdout.write(render(args.file, events, show_events=args.events))
     return EXIT_OK

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
-import json
 import os
 import select
 import shutil
@@ -50,11 +49,12 @@ from types import FrameType
 from typing import IO, Any, Dict, List, Optional, Set, Tuple
 
 from .. import constants as C
+from .. import jsonio
 from ..errors import ResumableError
 from .launch import LaunchSpec, _host
 from .podenv import private_dir
 from .proctable import ProcStat, descendants, proc_stat, send
-from .timeline import TimelineWriter
+from .timeline import INT_LIMIT, TIME_LIMIT, TimelineWriter
 
 #: seconds between looks at the children, the workers and the event socket
 POLL_SECONDS = 0.02
@@ -102,6 +102,13 @@ class Worker:
     #: time.monotonic() of its last heartbeat; None until the first (only a beating process is watched)
     last_beat: Optional[float] = None
     hung: bool = False
+
+
+def _count(value: Any) -> Optional[int]:
+    """``value`` when it is an integer from 0 to the timeline's limit, else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= INT_LIMIT:
+        return value
+    return None
 
 
 def _say(text: str) -> None:
@@ -176,7 +183,7 @@ class Supervisor:
             except OSError:
                 return
             try:
-                message = json.loads(data.decode("utf-8"))
+                message = jsonio.loads(data.decode("utf-8"))
             except ValueError:
                 continue
             if not isinstance(message, dict):
@@ -190,14 +197,16 @@ class Supervisor:
                     w.last_beat = time.monotonic()
 
     def _worker_started(self, m: Dict[str, Any]) -> None:
-        try:
-            pid = int(m["pid"])
-            when = float(m.get("time") or time.time())
-        except (KeyError, TypeError, ValueError):
+        # a report is a datagram: only the fields of the types the timeline holds are taken
+        pid = _count(m.get("pid"))
+        if pid is None or pid == 0:
             return
-        rc = m.get("restart_count")
-        rc = rc if isinstance(rc, int) else None
-        rank = m.get("rank")
+        when = m.get("time")
+        if not isinstance(when, (int, float)) or isinstance(when, bool) or not 0 < when <= TIME_LIMIT:
+            when = time.time()
+        rc = _count(m.get("restart_count"))
+        rank = _count(m.get("rank"))
+        local_rank = _count(m.get("local_rank"))
         st = proc_stat(pid)
         group = (rc is not None and self.attempt is not None and rc > self.attempt) or (
             rc is None and self.fault_time is not None
@@ -251,16 +260,14 @@ class Supervisor:
             self.fault_time = None
             self.fault_ranks = set()
             self.vanished = None
-        self.workers[pid] = Worker(
-            pid, rank, m.get("local_rank"), rc, st.starttime if st else None, generation=self.generation
-        )
+        self.workers[pid] = Worker(pid, rank, local_rank, rc, st.starttime if st else None, generation=self.generation)
         self._log(
             "worker-start",
             rank=rank,
             restart_count=rc,
             when=when,
             pid=pid,
-            local_rank=m.get("local_rank"),
+            local_rank=local_rank,
             generation=self.generation,
         )
 
