@@ -56,7 +56,10 @@ def size_text(n: int) -> str:
     return "%d bytes" % n
 
 
-def _kind(mode: int) -> str:
+def kind_of(mode: int) -> str:
+    """What a file that is not a regular file is, for messages ("a FIFO (named pipe)")."""
+    if stat.S_ISDIR(mode):
+        return "a directory"
     if stat.S_ISFIFO(mode):
         return "a FIFO (named pipe)"
     if stat.S_ISCHR(mode):
@@ -96,7 +99,7 @@ def _open_regular(path: str, what: str, limit: Optional[int], error: Type[Resuma
             raise error("is a directory, not a %s file" % what, where, fix)
         if not stat.S_ISREG(info.st_mode):
             raise error(
-                "is %s; resumable reads a %s only from a regular file" % (_kind(info.st_mode), what), where, fix
+                "is %s; resumable reads a %s only from a regular file" % (kind_of(info.st_mode), what), where, fix
             )
         if limit is not None and info.st_size > limit:
             raise error("is %d bytes; a %s is at most %s" % (info.st_size, what, size_text(limit)), where, fix)
@@ -202,7 +205,7 @@ def open_append(path: str) -> int:
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise OSError(errno.EINVAL, "%s, not a regular file" % _kind(mode), path)
+            raise OSError(errno.EINVAL, "%s, not a regular file" % kind_of(mode), path)
         fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~getattr(os, "O_NONBLOCK", 0))
     except BaseException:
         os.close(fd)
@@ -361,32 +364,40 @@ def check_replaceable(final: str, raw: str, option: str = "--out") -> None:
         )
 
 
-def _make_parents(parent: str, where: str) -> List[str]:
-    """Create the missing directories up to ``parent``; return them, outermost first."""
+def make_dirs(path: str) -> List[str]:
+    """Create ``path`` and its missing parents; return the directories created, outermost first. On
+    an :class:`OSError` the ones created so far are removed again (the error names the directory)."""
     missing: List[str] = []
-    path = parent
-    while not os.path.lexists(path):
-        missing.append(path)
-        path = os.path.dirname(path)
+    d = os.path.abspath(path)
+    while not os.path.lexists(d):
+        missing.append(d)
+        d = os.path.dirname(d)
     created: List[str] = []
     try:
         for d in reversed(missing):
             os.mkdir(d)
             created.append(d)
     except OSError as exc:
-        _remove_dirs(created)
-        raise OutputError(
-            "cannot be created (%s: %s)" % (exc.strerror or exc, d),
-            where,
-            "Choose a place you can write",
-        ) from None
+        remove_dirs(created)
+        raise OSError(exc.errno, "%s: %s" % (exc.strerror or exc, d)) from None
     return created
 
 
-def _remove_dirs(created: Sequence[str]) -> None:
+def remove_dirs(created: Sequence[str]) -> None:
+    """Remove the directories :func:`make_dirs` created, innermost first, those that are still empty."""
     for d in reversed(created):
         with contextlib.suppress(OSError):
             os.rmdir(d)
+
+
+def _make_parents(parent: str, where: str) -> List[str]:
+    """Create the missing directories up to ``parent``; return them, outermost first."""
+    try:
+        return make_dirs(parent)
+    except OSError as exc:
+        raise OutputError(
+            "cannot be created (%s)" % (exc.strerror or exc), where, "Choose a place you can write"
+        ) from None
 
 
 def _sweep(parent: str, name: str) -> None:
@@ -474,7 +485,7 @@ def replace_directory(
                 if old is not None and not os.path.lexists(final) and os.path.lexists(old):
                     os.rename(old, final)
                     old = None
-                _remove_dirs(created)
+                remove_dirs(created)
                 raise
     except OSError as exc:
         raise OutputError(

@@ -15,6 +15,8 @@ import sys
 from typing import Dict, List, Optional, Tuple
 
 from .. import constants as C
+from ..errors import ResumableError
+from ..fileio import read_head
 
 try:  # Python 3.8 has importlib.metadata
     from importlib import metadata as _metadata
@@ -110,10 +112,10 @@ def find_command(name: str) -> Optional[str]:
 def script_python(path: str) -> Optional[str]:
     """The interpreter a console script's ``#!`` line names, or None for a binary or plain shell script."""
     try:
-        with open(path, "rb") as handle:
-            first = handle.readline(512)
-    except OSError:
-        return None
+        head = read_head(path, what="program", most=512, error=ResumableError, fix="")
+    except ResumableError:
+        return None  # not a regular file, or unreadable: whoever runs it finds out
+    first = head.split(b"\n", 1)[0]
     if not first.startswith(b"#!"):
         return None
     words: List[str] = first[2:].decode("utf-8", "replace").split()

@@ -34,6 +34,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import dataclasses
 import os
@@ -51,7 +52,8 @@ from typing import IO, Any, Dict, List, Optional, Set, Tuple
 from .. import constants as C
 from .. import jsonio
 from ..errors import ResumableError
-from .launch import LaunchSpec, _host
+from ..fileio import make_dirs, open_append, remove_dirs
+from .launch import RUNTIME_PREFIX, SOCKET_NAME, LaunchSpec, _host
 from .podenv import private_dir
 from .proctable import ProcStat, descendants, proc_stat, send
 from .timeline import INT_LIMIT, TIME_LIMIT, TimelineWriter
@@ -478,27 +480,67 @@ class Supervisor:
         return shell_code(agent)
 
     # --- main ----------------------------------------------------------------------------------------
-    def run(self) -> int:
+    def _prepare(self) -> Tuple[str, List[str]]:
+        """Before anything starts: the runtime directory with the event socket, the log directory, TaskD's
+        log directory and the timeline. On a failure nothing of it is left: the directories made
+        here are removed again, the timeline too when this call created it (build_spec has checked
+        what can be checked without writing, so this is a full disk, a permission or a race)."""
         spec = self.spec
         try:
-            os.makedirs(spec.log_dir, exist_ok=True)
-            for problem in filter(None, map(private_dir, spec.private_dirs)):
-                raise ResumableError(problem, spec.log_dir, "Fix the directory TaskD logs to (TASKD_LOG_PATH).")
-            self.timeline = TimelineWriter(spec.timeline_path)
+            runtime = tempfile.mkdtemp(prefix=RUNTIME_PREFIX, dir=spec.runtime_parent)
         except OSError as exc:
             raise ResumableError(
-                "cannot write the job log directory (%s)" % exc,
-                spec.log_dir,
-                "Mount shared storage there or pass --log-dir.",
+                "cannot make the launcher's runtime directory (%s)" % (exc.strerror or exc),
+                spec.runtime_parent,
+                "Set TMPDIR to a directory this user can write.",
             ) from None
-        runtime = tempfile.mkdtemp(prefix="resumable-launch-")
+        created: List[str] = []
+        new_timeline = not os.path.lexists(spec.timeline_path)
+        try:
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            address = os.path.join(runtime, SOCKET_NAME)
+            try:
+                self.sock.bind(address)
+            except OSError as exc:
+                raise ResumableError(
+                    "cannot bind the launcher's event socket (%s)" % (exc.strerror or exc),
+                    address,
+                    "Set TMPDIR to a short local directory this user can write.",
+                ) from None
+            self.sock.setblocking(False)
+            try:
+                created = make_dirs(spec.log_dir)
+                for problem in filter(None, map(private_dir, spec.private_dirs)):
+                    raise ResumableError(problem, spec.log_dir, "Fix the directory TaskD logs to (TASKD_LOG_PATH).")
+                self.timeline = TimelineWriter(spec.timeline_path)
+            except OSError as exc:
+                raise ResumableError(
+                    "cannot write the job log directory (%s)" % (exc.strerror or exc),
+                    spec.log_dir,
+                    "Mount shared storage there or pass --log-dir.",
+                ) from None
+        except BaseException:
+            if self.sock is not None:
+                self.sock.close()
+                self.sock = None
+            shutil.rmtree(runtime, ignore_errors=True)
+            if new_timeline and os.path.isfile(spec.timeline_path) and not os.path.getsize(spec.timeline_path):
+                os.unlink(spec.timeline_path)
+            for path in spec.private_dirs:
+                if any(path == d or path.startswith(d + os.sep) for d in created):
+                    with contextlib.suppress(OSError):
+                        os.rmdir(path)
+            remove_dirs(created)
+            raise
+        return runtime, created
+
+    def run(self) -> int:
+        spec = self.spec
+        runtime, _ = self._prepare()
         handlers = {}
         clean = False
         try:
-            address = os.path.join(runtime, "events.sock")
-            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-            self.sock.bind(address)
-            self.sock.setblocking(False)
+            address = os.path.join(runtime, SOCKET_NAME)
             env = dict(spec.env)
             env[C.ENV_RESUMABLE_EVENTS] = address
             env[C.ENV_RESUMABLE_LAUNCHER_PID] = str(self.pid)
@@ -520,7 +562,15 @@ class Supervisor:
             for text in spec.warnings:
                 _say("warning: " + text)
             if spec.manager is not None:
-                with open(spec.manager_log, "ab") as log:
+                try:
+                    log = open(open_append(spec.manager_log), "ab")  # noqa: SIM115
+                except OSError as exc:
+                    raise ResumableError(
+                        "cannot write the TaskD Manager's log (%s)" % (exc.strerror or exc),
+                        spec.manager_log,
+                        "Remove what is there; the launch appends to a regular file.",
+                    ) from None
+                with log:
                     self.manager = self._spawn(spec.manager, env, log)
                 self._log("manager-start", pid=self.manager.pid, log=spec.manager_log)
             try:
