@@ -375,6 +375,32 @@ def test_worker_reports_of_the_wrong_shape_still_give_a_timeline_the_reader_take
     assert sorted(sup.workers) == [1000, 1001, 1002]
 
 
+def test_a_start_that_fails_leaves_no_directory_it_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A launch that fails before anything starts (here: the timeline cannot be created, as on a full
+    disk) removes the log directories and the runtime directory it made, and says why (exit 2)."""
+    from conftest import EXAMPLES
+
+    from resumable.api import job_plan, load_plan
+    from resumable.errors import ResumableError
+    from resumable.runtime import timeline
+    from resumable.runtime.launch import build_spec
+    from resumable.runtime.supervisor import Supervisor
+
+    job = job_plan(load_plan(str(EXAMPLES / "job-level-minimal.yaml")))
+    spec = build_spec(job, {"RANK": "0", "MASTER_ADDR": "a", "MASTER_PORT": "1"}, ["x.py"], str(tmp_path / "a" / "b"))
+    spec.private_dirs = [str(tmp_path / "a" / "taskd")]
+    spec.runtime_parent = str(tmp_path / "tmp")
+    (tmp_path / "tmp").mkdir()
+
+    def full(path: str) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(timeline, "open_append", full)
+    with pytest.raises(ResumableError, match="No space left on device"):
+        Supervisor(spec).run()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tmp"] and list((tmp_path / "tmp").iterdir()) == []
+
+
 def test_status_helpers() -> None:
     assert decode_status(3 << 8) == 3
     assert decode_status(signal.SIGKILL) == -signal.SIGKILL
