@@ -29,7 +29,7 @@ import stat
 import threading
 from pathlib import Path
 from types import FrameType
-from typing import Iterator, List, Optional, Sequence, Tuple, Type
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple, Type
 
 from .errors import ResumableError, shown
 
@@ -169,29 +169,44 @@ def read_head(path: str, *, what: str, most: int, error: Type[ResumableError], f
         os.close(fd)
 
 
+def _stream(
+    fd: int, path: str, limit: int, error: Type[ResumableError], fix: str, sink: Callable[[bytes], object]
+) -> str:
+    """Pass the bytes of ``fd`` (at most ``limit``) to ``sink``; return their sha256."""
+    digest = hashlib.sha256()
+    total = 0
+    while True:
+        try:
+            chunk = os.read(fd, 1 * MIB)
+        except OSError as exc:
+            raise error("cannot be read (%s)" % (exc.strerror or exc), path, fix) from None
+        if not chunk:
+            return digest.hexdigest()
+        total += len(chunk)
+        if total > limit:
+            raise error("grew beyond %s while being read" % size_text(limit), path, fix)
+        digest.update(chunk)
+        sink(chunk)
+
+
+def sha256_of(path: str, *, what: str, limit: int, error: Type[ResumableError], fix: str) -> str:
+    """The sha256 of the regular file ``path`` (at most ``limit`` bytes), read without keeping it."""
+    fd = _open_regular(path, what, limit, error, fix)
+    try:
+        return _stream(fd, path, limit, error, fix, lambda chunk: None)
+    finally:
+        os.close(fd)
+
+
 def copy_file(src: str, dst: str, *, what: str, limit: int, error: Type[ResumableError], fix: str) -> str:
     """Copy the regular file ``src`` (at most ``limit`` bytes) to the new file ``dst``; return the
     sha256 of the bytes copied. ``dst`` must not exist (it is created, never overwritten)."""
     fd = _open_regular(src, what, limit, error, fix)
-    digest = hashlib.sha256()
-    total = 0
     try:
         with open(dst, "xb") as out:
-            while True:
-                try:
-                    chunk = os.read(fd, 1 * MIB)
-                except OSError as exc:
-                    raise error("cannot be read (%s)" % (exc.strerror or exc), src, fix) from None
-                if not chunk:
-                    break
-                total += len(chunk)
-                if total > limit:
-                    raise error("grew beyond %s while being copied" % size_text(limit), src, fix)
-                digest.update(chunk)
-                out.write(chunk)
+            return _stream(fd, src, limit, error, fix, out.write)
     finally:
         os.close(fd)
-    return digest.hexdigest()
 
 
 def open_append(path: str) -> int:

@@ -11,9 +11,10 @@ from typing import Any, List, Optional, Tuple
 from .. import constants as C
 from .. import jsonio
 from ..api import job_plan, load_plan
-from ..errors import ResumableError
+from ..errors import ResumableError, shown
 from ..hardware import IMAGE_PLATFORM
 from ..plan.model import JobPlan, Plan
+from .podvars import text_problem
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 
@@ -136,6 +137,13 @@ def cmd_context(args: argparse.Namespace) -> int:
     from .context import prepare_context
 
     plan = load_plan(args.profile)
+    why = text_problem(os.path.abspath(args.out)) if args.out else None
+    if why is not None:  # the build line below would not be one shell command
+        raise ResumableError(
+            "%s, so the podman build line cannot name it" % why,
+            "--out %s" % shown(args.out),
+            "Name a directory without control characters, in UTF-8.",
+        )
     ctx = prepare_context(plan, args.job, args.out)
     job = job_plan(plan, args.job)
     print("build context for job %s: %s (wheels: %s)" % (job.name, ctx.path, ", ".join(ctx.wheels) or "none"))
