@@ -193,12 +193,9 @@ def write_docs(directory: str, check: bool = False) -> List[str]:
         "profile.md": profile_markdown(),
         "sources.md": sources_markdown(HEADER),
     }
-    changed: List[str] = []
-    for name, text in wanted.items():
-        path = os.path.join(directory, name)
-        if _current(path) == text:
-            continue
-        changed.append(path)
-        if not check:
-            write_file(directory, name, text, "--out")
-    return changed
+    # every page is looked at before any is written: a page that is refused stops the run unchanged
+    stale = [name for name, text in wanted.items() if _current(os.path.join(directory, name)) != text]
+    if not check:
+        for name in stale:
+            write_file(directory, name, wanted[name], "--out")
+    return [os.path.join(directory, name) for name in stale]
