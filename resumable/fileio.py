@@ -228,6 +228,18 @@ def open_append(path: str) -> int:
     return fd
 
 
+@contextlib.contextmanager
+def os_errors(
+    what: str, where: Optional[str], fix: str, error: Type[ResumableError] = ResumableError
+) -> Iterator[None]:
+    """Within the block an :class:`OSError` (a permission, a full disk, a read-only file system)
+    becomes ``error``: "``what`` (its reason)" at ``where``, with ``fix``."""
+    try:
+        yield
+    except OSError as exc:
+        raise error("%s (%s)" % (what, exc.strerror or exc), where, fix) from None
+
+
 # --- signals ---------------------------------------------------------------------------------------
 
 

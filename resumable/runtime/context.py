@@ -34,7 +34,16 @@ from typing import Dict, List, Optional, Set, Tuple
 from .. import __version__, fileio, jsonio
 from ..api import job_plan
 from ..errors import ResumableError, shown
-from ..fileio import copy_file, ensure_directory, kind_of, make_dirs, read_text, remove_dirs, sha256_of
+from ..fileio import (
+    copy_file,
+    ensure_directory,
+    kind_of,
+    make_dirs,
+    os_errors,
+    read_text,
+    remove_dirs,
+    sha256_of,
+)
 from ..plan.model import JobPlan, Plan, WheelPlan
 from ..wheelfiles import base_name, is_https
 from . import installed
@@ -353,17 +362,13 @@ def prepare_context(plan: Plan, job_name: Optional[str], out_dir: str) -> ImageC
     out = os.path.abspath(out_dir)
     previous = _previous(out) if os.path.isdir(out) else {}
     where = "--out %s" % shown(out_dir)
-    try:
+    with os_errors("cannot be created", where, "Choose a place you can write."):
         created = make_dirs(out)
-    except OSError as exc:
-        raise ResumableError(
-            "cannot be created (%s)" % (exc.strerror or exc), where, "Choose a place you can write."
-        ) from None
     stage: Optional[str] = None
     try:
         # build into a fresh staging directory in out, then move the pieces in: a failure half-way
         # leaves the previous context as it was
-        try:
+        with os_errors("cannot be written", where, "Choose a place you can write (check free space)."):
             stage = tempfile.mkdtemp(prefix=".stage-", dir=out)
             written, copied = _stage(plan, job, stage)
             _check_targets(out, previous, written)
@@ -378,12 +383,6 @@ def prepare_context(plan: Plan, job_name: Optional[str], out_dir: str) -> ImageC
             with open(os.path.join(stage, MANIFEST), "x", encoding="utf-8") as handle:
                 handle.write(jsonio.dumps({"job": job.name, "files": written}, indent=1))
             os.replace(os.path.join(stage, MANIFEST), os.path.join(out, MANIFEST))
-        except OSError as exc:
-            raise ResumableError(
-                "cannot be written (%s)" % (exc.strerror or exc),
-                where,
-                "Choose a place you can write (check free space).",
-            ) from None
     except BaseException:
         if stage is not None:
             shutil.rmtree(stage, ignore_errors=True)

@@ -52,7 +52,7 @@ from typing import IO, Any, Dict, List, Optional, Set, Tuple
 from .. import constants as C
 from .. import jsonio
 from ..errors import ResumableError
-from ..fileio import make_dirs, open_append, remove_dirs
+from ..fileio import make_dirs, open_append, os_errors, remove_dirs
 from .launch import RUNTIME_PREFIX, SOCKET_NAME, LaunchSpec, _host
 from .podenv import private_dir
 from .proctable import ProcStat, descendants, proc_stat, send
@@ -486,39 +486,23 @@ class Supervisor:
         here are removed again, the timeline too when this call created it (build_spec has checked
         what can be checked without writing, so this is a full disk, a permission or a race)."""
         spec = self.spec
-        try:
+        tmpdir = "Set TMPDIR to a short local directory this user can write."
+        with os_errors("cannot make the launcher's runtime directory", spec.runtime_parent, tmpdir):
             runtime = tempfile.mkdtemp(prefix=RUNTIME_PREFIX, dir=spec.runtime_parent)
-        except OSError as exc:
-            raise ResumableError(
-                "cannot make the launcher's runtime directory (%s)" % (exc.strerror or exc),
-                spec.runtime_parent,
-                "Set TMPDIR to a directory this user can write.",
-            ) from None
         created: List[str] = []
         new_timeline = not os.path.lexists(spec.timeline_path)
         try:
             self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
             address = os.path.join(runtime, SOCKET_NAME)
-            try:
+            with os_errors("cannot bind the launcher's event socket", address, tmpdir):
                 self.sock.bind(address)
-            except OSError as exc:
-                raise ResumableError(
-                    "cannot bind the launcher's event socket (%s)" % (exc.strerror or exc),
-                    address,
-                    "Set TMPDIR to a short local directory this user can write.",
-                ) from None
             self.sock.setblocking(False)
-            try:
+            logs = "Mount shared storage there or pass --log-dir."
+            with os_errors("cannot write the job log directory", spec.log_dir, logs):
                 created = make_dirs(spec.log_dir)
                 for problem in filter(None, map(private_dir, spec.private_dirs)):
                     raise ResumableError(problem, spec.log_dir, "Fix the directory TaskD logs to (TASKD_LOG_PATH).")
                 self.timeline = TimelineWriter(spec.timeline_path)
-            except OSError as exc:
-                raise ResumableError(
-                    "cannot write the job log directory (%s)" % (exc.strerror or exc),
-                    spec.log_dir,
-                    "Mount shared storage there or pass --log-dir.",
-                ) from None
         except BaseException:
             if self.sock is not None:
                 self.sock.close()
@@ -562,14 +546,9 @@ class Supervisor:
             for text in spec.warnings:
                 _say("warning: " + text)
             if spec.manager is not None:
-                try:
+                fix = "Remove what is there; the launch appends to a regular file."
+                with os_errors("cannot write the TaskD Manager's log", spec.manager_log, fix):
                     log = open(open_append(spec.manager_log), "ab")  # noqa: SIM115
-                except OSError as exc:
-                    raise ResumableError(
-                        "cannot write the TaskD Manager's log (%s)" % (exc.strerror or exc),
-                        spec.manager_log,
-                        "Remove what is there; the launch appends to a regular file.",
-                    ) from None
                 with log:
                     self.manager = self._spawn(spec.manager, env, log)
                 self._log("manager-start", pid=self.manager.pid, log=spec.manager_log)

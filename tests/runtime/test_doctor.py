@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +18,7 @@ from resumable import constants as C
 from resumable.api import job_plan, load_plan
 from resumable.runtime import doctor
 
-from .conftest import RUN_PY, clean_env, cli, fake_torch_layout, python_path, write
+from .conftest import GIB, RUN_PY, clean_env, cli, fake_torch_layout, python_path, write
 
 PATCHED = RUN_PY.replace("import os\n", C.RUNPY_IMPORT_TASKD + "\nimport os\n")
 PROFILE = EXAMPLES / "pytorch-process-recovery.yaml"
@@ -163,22 +162,6 @@ def test_python_version_is_checked() -> None:
 # --- files and values it cannot trust (issue 25) ----------------------------------------------------------
 
 
-def limited(argv: List[str], env: Dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """The CLI with at most 1 GiB of address space (an endless read ends in MemoryError, not the machine)."""
-
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
-
-    return subprocess.run(
-        [sys.executable, "-m", "resumable", *argv],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        preexec_fn=limit,
-    )
-
-
 def checks_of(proc: subprocess.CompletedProcess[str]) -> Dict[str, Dict[str, str]]:
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     return {c["name"]: c for c in json.loads(proc.stdout)["checks"]}
@@ -192,7 +175,7 @@ def test_special_files_are_reported_not_read(container: Dict[str, str], tmp_path
     info = Path(container["ASCEND_TOOLKIT_HOME"]) / "aarch64-linux" / "ascend_toolkit_install.info"
     info.unlink()
     os.mkfifo(str(info))
-    cann = checks_of(limited(argv, container, timeout=30))["CANN"]
+    cann = checks_of(cli(argv, container, timeout=30, memory=GIB))["CANN"]
     assert cann["status"] == "fail" and "FIFO" in cann["found"], cann
     run_py = Path(container["PYTHONPATH"].split(":")[0]) / "torch" / "distributed" / "run.py"
     for kind, says in [("fifo", "FIFO"), ("dev-zero", "character device"), ("latin-1", "not UTF-8")]:
@@ -203,7 +186,7 @@ def test_special_files_are_reported_not_read(container: Dict[str, str], tmp_path
             run_py.symlink_to("/dev/zero")
         else:
             run_py.write_bytes(b"import os\n# caf\xe9\n")
-        patch = checks_of(limited(argv, container, timeout=30))["run.py patch"]
+        patch = checks_of(cli(argv, container, timeout=30, memory=GIB))["run.py patch"]
         assert patch["status"] == "fail" and says in patch["found"], patch
 
 

@@ -68,7 +68,7 @@ from resumable.errors import ResumableError
 from resumable.runtime import commands, context, doctor, launch, node_doctor, supervisor, timeline  # noqa: F401
 from resumable.runtime.wheels import write_wheel
 
-from .conftest import RUN_PY, executable, fake_torch_layout, profile_text, write
+from .conftest import RUN_PY, assert_dry_run_script, executable, fake_torch_layout, profile_text, write
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, event, example, given, settings  # noqa: E402
@@ -395,7 +395,7 @@ def check(
     if res.code in (0, 1) and text_out:
         assert not any(c in res.out for c in "\x1b\r\x00\x7f"), "a raw control character: " + what
     if script_out:
-        assert_script(res.out, what)
+        assert_dry_run_script(res.out, what)
 
 
 def state(box: Box) -> Dict[str, Any]:
@@ -405,21 +405,6 @@ def state(box: Box) -> Dict[str, Any]:
         "parent": sorted(os.listdir(str(box.root.parent))),
         "job": os.path.exists(JOB_ROOT),
     }
-
-
-def assert_script(out: str, what: str) -> None:
-    """Every line of a dry run is a comment, an export of one word, or a command of quoted words."""
-    for line in out.splitlines():
-        if line.startswith("#"):
-            continue
-        words = shlex.split(line, comments=True)
-        assert words, what
-        if words[0] == "export":
-            assert len(words) == 2 and "=" in words[1], "export line: %r\n%s" % (line, what)
-        else:
-            assert words[0] == sys.executable or Path(words[0]).name in ("torchrun", "torch_npu_run", "msrun"), (
-                "not a command of the script: %r\n%s" % (line, what)
-            )
 
 
 # --- the pod: fake torch and vendor packages, launchers, environments --------------------------------------

@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +20,7 @@ from resumable.runtime import installed
 from resumable.runtime import torchrun_patch as tp
 from resumable.runtime.proctable import proc_stat
 
-from .conftest import RUN_PY, clean_env, cli, fake_torch_layout, profile_text, python_path, read_jsonl, write
+from .conftest import GIB, RUN_PY, clean_env, cli, fake_torch_layout, profile_text, python_path, read_jsonl, write
 
 TASKD, ANCHOR = C.RUNPY_IMPORT_TASKD, C.RUNPY_ANCHOR_TASKD
 
@@ -160,14 +159,7 @@ def test_a_run_py_that_is_no_text_file_is_refused_at_once(tmp_path: Path, kind: 
     env = clean_env(PYTHONPATH=python_path(torch, tmp_path / "taskd-site"))
     profile = write(tmp_path / "profile.yaml", profile_text(taskd=True))
     for extra in ([], ["--undo"]):
-        proc = subprocess.run(
-            [sys.executable, "-m", "resumable", "image", "patch-torchrun", "--profile", str(profile), *extra],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=30,
-            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30)),
-        )
+        proc = cli(["image", "patch-torchrun", "--profile", str(profile), *extra], env, timeout=30, memory=GIB)
         assert proc.returncode == 2, proc.stdout + proc.stderr
         assert str(run_py) in proc.stderr and says in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
