@@ -188,6 +188,12 @@ def test_special_files_are_reported_not_read(container: Dict[str, str], tmp_path
             run_py.write_bytes(b"import os\n# caf\xe9\n")
         patch = checks_of(cli(argv, container, timeout=30, memory=GIB))["run.py patch"]
         assert patch["status"] == "fail" and says in patch["found"], patch
+    # the package metadata importlib would read whole (a FIFO named METADATA blocked it)
+    metadata = Path(container["PYTHONPATH"].split(":")[0]) / "torch-2.7.1.dist-info" / "METADATA"
+    metadata.unlink()
+    os.mkfifo(str(metadata))
+    torch = checks_of(cli(argv, container, timeout=30, memory=GIB))["torch"]
+    assert torch["status"] == "fail" and torch["found"] == "not installed", torch
 
 
 def test_values_it_prints_are_escaped(container: Dict[str, str]) -> None:

@@ -713,14 +713,23 @@ CANN_INFO = "package_name=Ascend-cann-toolkit\nversion=8.5.0\n"
     run_py=st.one_of(st.none(), file_specs(st.sampled_from([PATCHED, RUN_PY]))),
     cann=file_specs(st.sampled_from([CANN_INFO, "version=\x1b[2J\n", "x"])),
     fmt=st.sampled_from([[], ["--format", "json"]]),
+    metadata=st.one_of(st.none(), file_specs(st.sampled_from(["Name: torch\nVersion: \x1b[2J\n", "Version:"]))),
 )
-@example(example=EXAMPLE_FILES[-1], changes={}, run_py=FileSpec("dev-zero"), cann=FileSpec("fifo"), fmt=[])
+@example(
+    example=EXAMPLE_FILES[-1],
+    changes={},
+    run_py=FileSpec("dev-zero"),
+    cann=FileSpec("fifo"),
+    fmt=[],
+    metadata=FileSpec("fifo"),
+)
 @example(
     example=EXAMPLE_FILES[-1],
     changes={"HCCL_ASYNC_ERROR_HANDLING": "\udcff"},
     run_py=FileSpec("fifo"),
     cann=FileSpec("text", b"x"),
     fmt=[],
+    metadata=None,
 )
 def test_doctor_under_hostile_containers(
     short: Path,
@@ -729,9 +738,11 @@ def test_doctor_under_hostile_containers(
     run_py: Optional[FileSpec],
     cann: FileSpec,
     fmt: List[str],
+    metadata: Optional[FileSpec],
 ) -> None:
     box = Box.make(short)
     path = pod_sandbox(box, run_py, None)
+    materialise(metadata, Path(path[0]) / "torch-2.7.1.dist-info" / "METADATA", box.outside)
     home = box.sandbox / "cann"
     materialise(cann, home / "aarch64-linux" / "ascend_toolkit_install.info", box.outside)
     env = pod_env(box, path, dict({"ASCEND_TOOLKIT_HOME": str(home)}, **changes))
