@@ -14,7 +14,10 @@ This replaces the hand-written ``train_start.sh`` + ``manager.py`` of PLR 适配
 
 :func:`build_spec` only decides; :mod:`.supervisor` runs the result and ``--dry-run`` prints it.
 Everything that would make a real launch fail is collected in ``problems`` (so the dry run shows
-all of them at once).
+all of them at once, and the launch refuses exactly what the dry run marks): every pod value it uses,
+parsed once by :mod:`.podvars`; the files it reads (through the bounded reader); what the launch
+writes before anything starts (the log directory, the timeline, TaskD's directory, the event socket
+under TMPDIR), checked without writing.
 """
 
 from __future__ import annotations
@@ -401,15 +404,15 @@ def build_spec(
                 % (exc.name, var.name, var.value)
             )
 
-    # 1b. what the job controller does not inject: a Volcano Job's rendezvous from its RankTable;
-    #     msrun node ranks that cannot collide (podenv)
+    # 1b. what the job controller does not inject: a Volcano Job's rendezvous from its RankTable (podenv)
     derived, found = podenv.volcano_rendezvous(job, env)
     problems.extend(found)
     for name, value, reason in derived:
         export(name, value, reason)
 
     # 1c. every value the launcher uses, parsed once into its type and bounds (podvars): what the
-    #     operator injects, what the RankTable gave, what the plan's $(VAR) references name
+    #     operator injects, what the RankTable gave, what the plan's $(VAR) references name; msrun
+    #     node ranks that cannot collide (podenv)
     pod = podvars.read_pod_env(env, pod_names(job), launcher.nodes)
     problems.extend(pod.problems)
     warnings.extend(_size_warnings(job, pod))

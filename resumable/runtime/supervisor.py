@@ -51,7 +51,7 @@ from typing import IO, Any, Dict, List, Optional, Set, Tuple
 
 from .. import constants as C
 from .. import jsonio
-from ..errors import ResumableError
+from ..errors import ResumableError, escape_controls
 from ..fileio import make_dirs, open_append, os_errors, remove_dirs
 from .launch import RUNTIME_PREFIX, SOCKET_NAME, LaunchSpec, _host
 from .podenv import private_dir
@@ -116,7 +116,7 @@ def _count(value: Any) -> Optional[int]:
 def _say(text: str) -> None:
     """One line on stderr; never raises (a closed or full stderr must not stop the supervisor)."""
     try:
-        sys.stderr.write("resumable launch: %s\n" % text)
+        sys.stderr.write("resumable launch: %s\n" % escape_controls(text))
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
