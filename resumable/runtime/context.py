@@ -46,6 +46,7 @@ from ..fileio import (
 )
 from ..plan.model import JobPlan, Plan, WheelPlan
 from ..wheelfiles import base_name, is_https
+from ..wheelfiles import parse as parse_wheel_name
 from . import installed
 from .wheels import sha256_file, write_wheel
 
@@ -64,8 +65,6 @@ DOWNLOAD_TIMEOUT = 60.0
 #: the marker lists a few files with their checksums
 MAX_MARKER_BYTES = 1 << 20
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-#: a wheel file name as the context holds it: no directory, no leading dot, no control character
-_WHEEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*\.whl")
 
 
 @dataclasses.dataclass
@@ -85,11 +84,13 @@ def _our_name(rel: str) -> bool:
     if rel in ("Dockerfile", PROFILE_NAME, "%s/%s" % (WHEELS_DIR, SUMS_FILE)):
         return True
     head, sep, name = rel.partition("/")
+    # a wheel file name (PEP 427, as the plan's wheel-declaration rule reads it) directly in the directory
     return (
         bool(sep)
         and head in (WHEELS_DIR, RESUMABLE_DIR)
-        and name.endswith(".whl")
-        and _WHEEL_NAME.fullmatch(name) is not None
+        and "/" not in name
+        and not name.startswith(".")
+        and (parse_wheel_name(name) is not None)
     )
 
 
@@ -371,6 +372,9 @@ def prepare_context(plan: Plan, job_name: Optional[str], out_dir: str) -> ImageC
         with os_errors("cannot be written", where, "Choose a place you can write (check free space)."):
             stage = tempfile.mkdtemp(prefix=".stage-", dir=out)
             written, copied = _stage(plan, job, stage)
+            for rel in written:  # what the next run accepts in its marker (a plan from the gate has only these)
+                if not _our_name(rel):
+                    raise ResumableError("is not a wheel file name (PEP 427)", rel, "Rename the wheel file as built.")
             _check_targets(out, previous, written)
             for rel in sorted(set(previous) - set(written)):
                 if os.path.lexists(os.path.join(out, rel)):

@@ -26,7 +26,8 @@ Every run must:
 
 The commands run as ``resumable.cli.main`` in a child forked from this process (its own session and
 environment, PYTHONPATH emulated on ``sys.path``, stdout a strict UTF-8 stream as on a UTF-8 terminal,
-at most 2 GiB of address space so that an endless read fails instead of filling memory): forking
+at most 1 GiB of address space more than it inherits, so that an endless read fails instead of
+filling memory): forking
 skips the interpreter's start-up and imports, which makes hundreds of examples affordable. The
 command-specific tests (test_timeline.py, test_launch_spec.py, test_doctor.py, test_context.py,
 test_torchrun_patch.py, test_adversarial.py) run the same mistakes through ``python -m resumable``.
@@ -78,8 +79,9 @@ from hypothesis.errors import InvalidArgument  # noqa: E402
 #: seconds one run may take on a loaded machine before it counts as hung (an honest run takes well
 #: under one; a patch-torchrun that imports in child interpreters a few)
 TIME_LIMIT = 30.0
-#: address space of the child: an endless read (a link to /dev/zero read whole) fails fast
-ADDRESS_SPACE = 2 << 30
+#: address space the child may add to what it inherits (the test process may have imported torch):
+#: an endless read (a link to /dev/zero read whole) fails fast instead of filling the machine's memory
+ADDRESS_SPACE = 1 << 30
 #: larger than every cap of the readers (timeline 64 MiB, pages 16 MiB, run.py 4 MiB, profile 256 KiB)
 HUGE = 80 << 20
 #: the plans' default log root; no run may create it
@@ -288,6 +290,12 @@ def _forget_vendor_modules() -> None:
             del sys.modules[name]
 
 
+def _mapped() -> int:
+    """The address space this process has mapped (/proc/self/statm: its size in pages)."""
+    with open("/proc/self/statm", encoding="ascii") as handle:
+        return int(handle.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+
+
 def _child(argv: Sequence[str], env: Dict[str, str], cwd: Path, path: Sequence[str], out: int, err: int) -> int:
     os.setsid()
     os.chdir(str(cwd))
@@ -295,7 +303,7 @@ def _child(argv: Sequence[str], env: Dict[str, str], cwd: Path, path: Sequence[s
     os.dup2(devnull, 0)
     os.dup2(out, 1)
     os.dup2(err, 2)
-    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
+    resource.setrlimit(resource.RLIMIT_AS, (_mapped() + ADDRESS_SPACE, resource.RLIM_INFINITY))
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
         signal.signal(signum, signal.SIG_DFL)
     os.environ.clear()
