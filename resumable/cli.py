@@ -15,18 +15,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import sys
 from typing import Any, Dict, List, Optional, Sequence, TextIO
 
 import yaml
 
-from . import __version__
+from . import __version__, jsonio
 from .api import PlanError, counts, load_plan
 from .binding import json_schema
 from .choices import Arch, Chip, values
-from .errors import ProfileErrors, ResumableError, for_people, shown
+from .errors import ProfileErrors, ResumableError, for_people, shown, unicode_ok
 from .fileio import Terminated
 from .plan.model import Note
 from .plan.text import render_text
@@ -62,18 +61,8 @@ def _print_findings(violations: Sequence[Violation], notes: Sequence[Note]) -> N
         print(for_people("  NOTE %s (source: %s)" % (note.text, note.source)), file=sys.stderr)
 
 
-def unicode_ok(stream: TextIO) -> bool:
-    """Whether ``stream``'s encoding can hold any character (UTF-8 and friends); with ``ascii`` or
-    ``latin-1`` JSON and YAML output escape what the encoding cannot hold."""
-    try:
-        "\u4e2d\u2014".encode(getattr(stream, "encoding", None) or "ascii")
-    except (UnicodeEncodeError, LookupError):
-        return False
-    return True
-
-
 def dump_json(data: object) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=not unicode_ok(sys.stdout))
+    return jsonio.dumps(data, sys.stdout)
 
 
 def dump_yaml(data: object) -> str:

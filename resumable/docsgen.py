@@ -4,14 +4,14 @@ by hand)."""
 from __future__ import annotations
 
 import os
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
 
 from . import hardware as H
 from . import releases as R
 from .binding import markdown_reference
 from .deploydoc import deploy_markdown
 from .envowners import ENV_OWNERS
-from .fileio import ensure_directory, write_file
+from .fileio import MIB, OutputError, ensure_directory, read_bytes, write_file
 from .profile import Profile
 from .rules import REGISTRY
 from .sources import sources_markdown
@@ -165,6 +165,26 @@ def profile_markdown() -> str:
     return "".join(out)
 
 
+#: a generated page is a few hundred KB; one far larger is not ours (it is out of date)
+PAGE_MAX_BYTES = 16 * MIB
+
+
+def _current(path: str) -> Optional[str]:
+    """The text of a generated page as it is now; None when it is missing or not UTF-8 (out of date:
+    it is rewritten). A page that is no regular file (a FIFO, a device, a directory) or larger than
+    any page is refused: it is neither read nor replaced."""
+    if not os.path.lexists(path):
+        return None
+    data = read_bytes(path, what="generated page", limit=PAGE_MAX_BYTES, error=OutputError, fix=_PAGE_FIX)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+_PAGE_FIX = "Remove it: resumable docs writes the generated pages as regular files"
+
+
 def write_docs(directory: str, check: bool = False) -> List[str]:
     """Write the generated files; return the ones that changed (with check=True, write nothing).
 
@@ -177,17 +197,9 @@ def write_docs(directory: str, check: bool = False) -> List[str]:
         "sources.md": sources_markdown(HEADER),
         "deploy.md": deploy_markdown(HEADER),
     }
-    changed: List[str] = []
-    for name, text in wanted.items():
-        path = os.path.join(directory, name)
-        try:
-            with open(path, encoding="utf-8") as handle:
-                current = handle.read()
-        except (OSError, UnicodeDecodeError):
-            current = None
-        if current == text:
-            continue
-        changed.append(path)
-        if not check:
-            write_file(directory, name, text, "--out")
-    return changed
+    # every page is looked at before any is written: a page that is refused stops the run unchanged
+    stale = [name for name, text in wanted.items() if _current(os.path.join(directory, name)) != text]
+    if not check:
+        for name in stale:
+            write_file(directory, name, wanted[name], "--out")
+    return [os.path.join(directory, name) for name in stale]

@@ -3,23 +3,37 @@
 from __future__ import annotations
 
 import re
-from typing import Any, List, Optional
+from typing import Any, List, Optional, TextIO
 
 #: Longest rendering of a user's value inside a message (longer ones are cut with an ellipsis).
 SHOWN_LIMIT = 80
 
-# C0 and C1 control characters and DEL: a message (and a plan printed for people) shows them escaped.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# C0 and C1 control characters and DEL: a message (and a plan printed for people) shows them escaped;
+# so are lone surrogates (the bytes of an environment value or file name that is not UTF-8), which no
+# output encoding can hold.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 def escape_controls(text: str) -> str:
-    """``text`` with control characters written as escapes (``\\n``, ``\\t``, ``\\x1b``)."""
+    """``text`` with control characters written as escapes (``\\n``, ``\\t``, ``\\x1b``, ``\\udcff``)."""
 
     def one(m: re.Match[str]) -> str:
         char = m.group(0)
+        if ord(char) > 0xFF:
+            return "\\u%04x" % ord(char)
         return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(char, "\\x%02x" % ord(char))
 
     return _CONTROL.sub(one, text)
+
+
+def unicode_ok(stream: TextIO) -> bool:
+    """Whether ``stream``'s encoding can hold any character (UTF-8 and friends); with ``ascii`` or
+    ``latin-1`` JSON and YAML output escape what the encoding cannot hold."""
+    try:
+        "\u4e2d\u2014".encode(getattr(stream, "encoding", None) or "ascii")
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
 
 
 def shown(value: Any, limit: int = SHOWN_LIMIT) -> str:

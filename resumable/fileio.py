@@ -2,7 +2,10 @@
 
 Reading: only regular files, at most a stated size, strict UTF-8. The file is opened with
 ``O_NONBLOCK`` and checked with ``fstat`` before anything is read, so a FIFO, ``/dev/zero`` or a
-terminal is refused at once instead of blocking or streaming forever.
+terminal is refused at once instead of blocking or streaming forever. :func:`read_text` and
+:func:`read_bytes` read a whole file under a size cap, :func:`read_head` the start of one (a
+program's ``#!`` line, a file in /proc), :func:`copy_file` copies one (a wheel) under a cap;
+:func:`open_append` opens a log for appending without blocking on a FIFO.
 
 Writing an output directory (``render --out``): the files go to a staging directory beside the
 target, which then replaces the target. A directory is only ever replaced when it is empty or
@@ -15,6 +18,8 @@ removes the leftovers, again only those that carry our marker.
 from __future__ import annotations
 
 import contextlib
+import errno
+import hashlib
 import os
 import re
 import secrets
@@ -24,7 +29,7 @@ import stat
 import threading
 from pathlib import Path
 from types import FrameType
-from typing import Iterator, List, Optional, Sequence, Tuple, Type
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple, Type
 
 from .errors import ResumableError, shown
 
@@ -51,7 +56,10 @@ def size_text(n: int) -> str:
     return "%d bytes" % n
 
 
-def _kind(mode: int) -> str:
+def kind_of(mode: int) -> str:
+    """What a file that is not a regular file is, for messages ("a FIFO (named pipe)")."""
+    if stat.S_ISDIR(mode):
+        return "a directory"
     if stat.S_ISFIFO(mode):
         return "a FIFO (named pipe)"
     if stat.S_ISCHR(mode):
@@ -63,20 +71,21 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def read_text(path: str, *, what: str, limit: int, error: Type[ResumableError], fix: str) -> str:
-    """The UTF-8 text of the regular file ``path`` (at most ``limit`` bytes).
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
 
-    ``what`` names the file for messages ("profile", "CRD source"); every problem raises ``error``
-    with ``path`` as the place and ``fix`` as the advice.
-    """
+
+def _open_regular(path: str, what: str, limit: Optional[int], error: Type[ResumableError], fix: str) -> int:
+    """A descriptor of the regular file ``path`` (of at most ``limit`` bytes when a limit is given).
+
+    Opened with ``O_NONBLOCK`` and checked with ``fstat`` before anything is read: a FIFO, a device
+    or a socket is refused without blocking, whatever name or symbolic link leads to it."""
     where = path if path else "''"
     if not path:
         raise error("is an empty path, not a %s file" % what, where, fix)
     if "\x00" in path:
         raise error("is not a file name (it contains a NUL character)", shown(path), fix)
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(path, flags)
+        fd = os.open(path, _READ_FLAGS)
     except FileNotFoundError:
         dangling = os.path.islink(path)
         raise error("is a symbolic link to a missing file" if dangling else "no such file", where, fix) from None
@@ -90,37 +99,145 @@ def read_text(path: str, *, what: str, limit: int, error: Type[ResumableError], 
             raise error("is a directory, not a %s file" % what, where, fix)
         if not stat.S_ISREG(info.st_mode):
             raise error(
-                "is %s; resumable reads a %s only from a regular file" % (_kind(info.st_mode), what), where, fix
+                "is %s; resumable reads a %s only from a regular file" % (kind_of(info.st_mode), what), where, fix
             )
-        if info.st_size > limit:
-            raise error(
-                "is %d bytes; a %s is at most %s" % (info.st_size, what, size_text(limit)),
-                where,
-                fix,
-            )
-        chunks: List[bytes] = []
-        total = 0
-        while total <= limit:
-            chunk = os.read(fd, min(1 * MIB, limit + 1 - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
+        if limit is not None and info.st_size > limit:
+            raise error("is %d bytes; a %s is at most %s" % (info.st_size, what, size_text(limit)), where, fix)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _read_fd(fd: int, most: int) -> bytes:
+    """At most ``most`` bytes from ``fd`` (fewer at the end of the file)."""
+    chunks: List[bytes] = []
+    total = 0
+    while total < most:
+        chunk = os.read(fd, min(1 * MIB, most - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
+
+
+def read_bytes(path: str, *, what: str, limit: int, error: Type[ResumableError], fix: str) -> bytes:
+    """The bytes of the regular file ``path`` (at most ``limit``; one that grows beyond it while
+    being read, as a file in /proc or a log being written can, is refused too).
+
+    ``what`` names the file for messages ("profile", "CRD source"); every problem raises ``error``
+    with ``path`` as the place and ``fix`` as the advice."""
+    fd = _open_regular(path, what, limit, error, fix)
+    try:
+        data = _read_fd(fd, limit + 1)
     except OSError as exc:
-        raise error("cannot be read (%s)" % (exc.strerror or exc), where, fix) from None
+        raise error("cannot be read (%s)" % (exc.strerror or exc), path, fix) from None
     finally:
         os.close(fd)
-    if total > limit:
-        raise error("grew beyond %s while being read" % size_text(limit), where, fix)
-    data = b"".join(chunks)
+    if len(data) > limit:
+        raise error("grew beyond %s while being read" % size_text(limit), path, fix)
+    return data
+
+
+def decode_text(data: bytes, path: str, what: str, error: Type[ResumableError]) -> str:
+    """``data`` as strict UTF-8; a decoding error names the byte and its offset."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise error(
             "cannot be read: it is not UTF-8 text (byte 0x%02x at offset %d)" % (data[exc.start], exc.start),
-            where,
+            path if path else "''",
             "Save the %s as UTF-8" % what,
         ) from None
+
+
+def read_text(path: str, *, what: str, limit: int, error: Type[ResumableError], fix: str) -> str:
+    """The UTF-8 text of the regular file ``path`` (at most ``limit`` bytes); see :func:`read_bytes`."""
+    return decode_text(read_bytes(path, what=what, limit=limit, error=error, fix=fix), path, what, error)
+
+
+def read_head(path: str, *, what: str, most: int, error: Type[ResumableError], fix: str) -> bytes:
+    """The first ``most`` bytes of the regular file ``path``, whatever its size (the ``#!`` line of a
+    program, the start of a file in /proc, whose size reads as 0)."""
+    fd = _open_regular(path, what, None, error, fix)
+    try:
+        return _read_fd(fd, most)
+    except OSError as exc:
+        raise error("cannot be read (%s)" % (exc.strerror or exc), path, fix) from None
+    finally:
+        os.close(fd)
+
+
+def _stream(
+    fd: int, path: str, limit: int, error: Type[ResumableError], fix: str, sink: Callable[[bytes], object]
+) -> str:
+    """Pass the bytes of ``fd`` (at most ``limit``) to ``sink``; return their sha256."""
+    digest = hashlib.sha256()
+    total = 0
+    while True:
+        try:
+            chunk = os.read(fd, 1 * MIB)
+        except OSError as exc:
+            raise error("cannot be read (%s)" % (exc.strerror or exc), path, fix) from None
+        if not chunk:
+            return digest.hexdigest()
+        total += len(chunk)
+        if total > limit:
+            raise error("grew beyond %s while being read" % size_text(limit), path, fix)
+        digest.update(chunk)
+        sink(chunk)
+
+
+def sha256_of(path: str, *, what: str, limit: int, error: Type[ResumableError], fix: str) -> str:
+    """The sha256 of the regular file ``path`` (at most ``limit`` bytes), read without keeping it."""
+    fd = _open_regular(path, what, limit, error, fix)
+    try:
+        return _stream(fd, path, limit, error, fix, lambda chunk: None)
+    finally:
+        os.close(fd)
+
+
+def copy_file(src: str, dst: str, *, what: str, limit: int, error: Type[ResumableError], fix: str) -> str:
+    """Copy the regular file ``src`` (at most ``limit`` bytes) to the new file ``dst``; return the
+    sha256 of the bytes copied. ``dst`` must not exist (it is created, never overwritten)."""
+    fd = _open_regular(src, what, limit, error, fix)
+    try:
+        with open(dst, "xb") as out:
+            return _stream(fd, src, limit, error, fix, out.write)
+    finally:
+        os.close(fd)
+
+
+def open_append(path: str) -> int:
+    """A descriptor for appending to the regular file ``path`` (created when missing). A FIFO, a
+    device or a socket raises :class:`OSError` at once instead of blocking until a reader comes or
+    writing into the device."""
+    import fcntl  # POSIX only: the launcher's logs; the rest of this module also runs elsewhere
+
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0), 0o644)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, "%s, not a regular file" % kind_of(mode), path)
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~getattr(os, "O_NONBLOCK", 0))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+@contextlib.contextmanager
+def os_errors(
+    what: str, where: Optional[str], fix: str, error: Type[ResumableError] = ResumableError
+) -> Iterator[None]:
+    """Within the block an :class:`OSError` (a permission, a full disk, a read-only file system)
+    becomes ``error``: "``what`` (its reason)" at ``where``, with ``fix``."""
+    try:
+        yield
+    except OSError as exc:
+        raise error("%s (%s)" % (what, exc.strerror or exc), where, fix) from None
 
 
 # --- signals ---------------------------------------------------------------------------------------
@@ -274,32 +391,40 @@ def check_replaceable(final: str, raw: str, option: str = "--out") -> None:
         )
 
 
-def _make_parents(parent: str, where: str) -> List[str]:
-    """Create the missing directories up to ``parent``; return them, outermost first."""
+def make_dirs(path: str) -> List[str]:
+    """Create ``path`` and its missing parents; return the directories created, outermost first. On
+    an :class:`OSError` the ones created so far are removed again (the error names the directory)."""
     missing: List[str] = []
-    path = parent
-    while not os.path.lexists(path):
-        missing.append(path)
-        path = os.path.dirname(path)
+    d = os.path.abspath(path)
+    while not os.path.lexists(d):
+        missing.append(d)
+        d = os.path.dirname(d)
     created: List[str] = []
     try:
         for d in reversed(missing):
             os.mkdir(d)
             created.append(d)
     except OSError as exc:
-        _remove_dirs(created)
-        raise OutputError(
-            "cannot be created (%s: %s)" % (exc.strerror or exc, d),
-            where,
-            "Choose a place you can write",
-        ) from None
+        remove_dirs(created)
+        raise OSError(exc.errno, "%s: %s" % (exc.strerror or exc, d)) from None
     return created
 
 
-def _remove_dirs(created: Sequence[str]) -> None:
+def remove_dirs(created: Sequence[str]) -> None:
+    """Remove the directories :func:`make_dirs` created, innermost first, those that are still empty."""
     for d in reversed(created):
         with contextlib.suppress(OSError):
             os.rmdir(d)
+
+
+def _make_parents(parent: str, where: str) -> List[str]:
+    """Create the missing directories up to ``parent``; return them, outermost first."""
+    try:
+        return make_dirs(parent)
+    except OSError as exc:
+        raise OutputError(
+            "cannot be created (%s)" % (exc.strerror or exc), where, "Choose a place you can write"
+        ) from None
 
 
 def _sweep(parent: str, name: str) -> None:
@@ -396,7 +521,7 @@ def replace_directory(
                 if old is not None and not os.path.lexists(final) and os.path.lexists(old):
                     os.rename(old, final)
                     old = None
-                _remove_dirs(created)
+                remove_dirs(created)
                 raise
     except OSError as exc:
         raise OutputError(

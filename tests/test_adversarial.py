@@ -460,6 +460,48 @@ def test_bad_docs_target(case: Case, tmp_path: Path) -> None:
     assert listing(tmp_path) == before
 
 
+def _docs_page(kind: str) -> Callable[[Path], str]:
+    """A docs directory whose rules.md is a FIFO, a link to /dev/zero, a directory or not UTF-8."""
+
+    def make(tmp: Path) -> str:
+        page = tmp / "docs" / "rules.md"
+        page.parent.mkdir()
+        if kind == "fifo":
+            os.mkfifo(str(page))
+        elif kind == "dev-zero":
+            page.symlink_to(DEVICE)
+        else:
+            page.mkdir()
+        return str(page)
+
+    return make
+
+
+@pytest.mark.parametrize(
+    "kind, fragment", [("fifo", "FIFO"), ("dev-zero", "character device"), ("directory", "directory")]
+)
+@pytest.mark.parametrize("check", [True, False], ids=["check", "write"])
+def test_docs_never_reads_or_replaces_a_page_that_is_no_file(
+    tmp_path: Path, kind: str, fragment: str, check: bool
+) -> None:
+    """The generated pages are read through the bounded reader: a FIFO named rules.md hung
+    ``docs --check``, a link to /dev/zero was read for ever. Neither is replaced by ``docs``."""
+    page = _docs_page(kind)(tmp_path)
+    before = listing(tmp_path)
+    res = resumable("docs", "--out", str(tmp_path / "docs"), *(["--check"] if check else []), cwd=tmp_path)
+    assert_user_error(res, [page], [fragment])
+    assert listing(tmp_path) == before
+
+
+def test_docs_check_calls_a_page_that_is_not_utf8_out_of_date(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "rules.md").write_bytes(b"caf\xe9\n")
+    res = resumable("docs", "--out", str(tmp_path / "docs"), "--check", cwd=tmp_path)
+    assert res.code == 2 and "out of date" in res.err and "rules.md" in res.err, res
+    assert resumable("docs", "--out", str(tmp_path / "docs"), cwd=tmp_path).code == 0
+    assert resumable("docs", "--out", str(tmp_path / "docs"), "--check", cwd=tmp_path).code == 0
+
+
 # --- render safety ------------------------------------------------------------------------------------
 
 

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 import sys
 from typing import Any, List, Optional, Tuple
 
 from .. import constants as C
+from .. import jsonio
 from ..api import job_plan, load_plan
-from ..errors import ResumableError
+from ..errors import ResumableError, shown
 from ..plan.model import JobPlan, Plan
+from .podvars import text_problem
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 
@@ -53,6 +54,13 @@ def _profile_args(p: argparse.ArgumentParser) -> None:
     )
 
 
+def problem_subject(problem: str) -> str:
+    """What a dry-run problem is about (its first word, ``RANK`` of ``RANK='00' is not ...``): the error
+    names each input without repeating the text the marked line already gives."""
+    first = problem.split(" ", 1)[0]
+    return first.split("=", 1)[0] or problem[:40]
+
+
 def cmd_launch(args: argparse.Namespace) -> int:
     from .launch import build_spec, render_dry_run
 
@@ -69,9 +77,10 @@ def cmd_launch(args: argparse.Namespace) -> int:
         sys.stdout.write(render_dry_run(spec, path))
         if spec.problems:
             count = len(spec.problems)
+            subjects = ", ".join(dict.fromkeys(problem_subject(p) for p in spec.problems))
             print(
-                "error: %s: a launch here would fail (%d problem%s, the lines marked `problem` above). Fix them."
-                % (path, count, "" if count == 1 else "s"),
+                "error: %s: a launch here would fail (%d problem%s, with %s: the lines marked `problem` above). "
+                "Fix them." % (path, count, "" if count == 1 else "s", subjects),
                 file=sys.stderr,
             )
             return EXIT_INVALID
@@ -102,7 +111,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         name = job.name
         checks = run_checks(job, os.environ)
     if args.format == "json":
-        print(json.dumps(to_json(name, path, checks), indent=2, ensure_ascii=False))
+        print(jsonio.dumps(to_json(name, path, checks), sys.stdout))
     else:
         sys.stdout.write(render_table(name, path, checks))
     return EXIT_FAILED if failed(checks) else EXIT_OK
@@ -113,7 +122,7 @@ def cmd_timeline(args: argparse.Namespace) -> int:
 
     events = read_events(args.file)
     if args.format == "json":
-        print(json.dumps(to_json(args.file, events), indent=2))
+        print(jsonio.dumps(to_json(args.file, events), sys.stdout))
     else:
         sys.stdout.write(render(args.file, events, show_events=args.events))
     return EXIT_OK
@@ -136,6 +145,13 @@ def cmd_context(args: argparse.Namespace) -> int:
     from .context import build_commands, prepare_context
 
     plan = load_plan(args.profile)
+    why = text_problem(os.path.abspath(args.out)) if args.out else None
+    if why is not None:  # the build line below would not be one shell command
+        raise ResumableError(
+            "%s, so the podman build line cannot name it" % why,
+            "--out %s" % shown(args.out),
+            "Name a directory without control characters, in UTF-8.",
+        )
     ctx = prepare_context(plan, args.job, args.out)
     job = job_plan(plan, args.job)
     print("build context for job %s: %s (wheels: %s)" % (job.name, ctx.path, ", ".join(ctx.wheels) or "none"))

@@ -11,26 +11,43 @@ a package index for a vendor name:
 - ``profile.yaml``: the profile, baked into the image at /etc/resumable/profile.yaml.
 
 The Pulumi image component (issue 9) and ``resumable image context`` call it. Re-running it on the
-same directory replaces what it wrote before (listed in ``.resumable-context.json``) and refuses a
-non-empty directory it did not write.
+same directory replaces what it wrote before and refuses a non-empty directory it did not write.
+``.resumable-context.json`` lists what a run wrote with the sha256 of each file; the marker is data to
+check, never a list to trust: a name the command never writes (``..``, an absolute path, a
+subdirectory of its own) makes the directory not provably its own, and a file is replaced or
+removed only while its bytes are still those the marker records. The new files are staged in the
+directory first; a run that fails leaves the previous context as it was and removes what it created
+(the directory and its parents too).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
+import re
 import shutil
+import stat
 import tempfile
 import urllib.request
-from typing import Dict, List, Optional, Set
+from typing import Dict, List, Optional, Set, Tuple
 
-from .. import __version__, fileio
+from .. import __version__, fileio, jsonio
 from ..api import job_path, job_plan
-from ..errors import ResumableError
+from ..errors import ResumableError, shown
+from ..fileio import (
+    copy_file,
+    ensure_directory,
+    kind_of,
+    make_dirs,
+    os_errors,
+    read_text,
+    remove_dirs,
+    sha256_of,
+)
 from ..hardware import IMAGE_PLATFORM
 from ..plan.model import JobPlan, Plan, WheelPlan
 from ..wheelfiles import base_name, is_https, release_zip
+from ..wheelfiles import parse as parse_wheel_name
 from . import installed
 from .wheels import sha256_file, write_wheel
 
@@ -46,6 +63,9 @@ DISTRIBUTION = "ascend-resumable"
 MAX_WHEEL_BYTES = 2 << 30
 MAX_PROFILE_BYTES = fileio.PROFILE_MAX_BYTES
 DOWNLOAD_TIMEOUT = 60.0
+#: the marker lists a few files with their checksums
+MAX_MARKER_BYTES = 1 << 20
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclasses.dataclass
@@ -59,46 +79,107 @@ class ImageContext:
     wheels: List[str]
 
 
-def _claim(out: str) -> Set[str]:
-    """Files a previous run wrote into ``out`` (to replace), refusing a directory we did not write."""
-    if not os.path.exists(out):
-        os.makedirs(out)
-        return set()
-    if not os.path.isdir(out):
-        raise ResumableError("is not a directory", out, "Name a new or empty directory for the build context.")
-    manifest = os.path.join(out, MANIFEST)
-    if os.path.isfile(manifest):
-        try:
-            with open(manifest, encoding="utf-8") as handle:
-                return set(json.load(handle)["files"])
-        except (OSError, ValueError, KeyError, TypeError):
-            raise ResumableError(
-                "has an unreadable %s" % MANIFEST, out, "Remove the directory or name another one."
-            ) from None
-    if os.listdir(out):
-        raise ResumableError(
-            "is not empty and was not written by `resumable image context`",
-            out,
-            "Name a new or empty directory; nothing in it is deleted.",
-        )
-    return set()
+def _our_name(rel: str) -> bool:
+    """Whether ``rel`` is a name prepare_context writes: the recipe, the profile, the checksum list,
+    or a wheel directly in wheels/ or resumable/."""
+    if rel in ("Dockerfile", PROFILE_NAME, "%s/%s" % (WHEELS_DIR, SUMS_FILE)):
+        return True
+    head, sep, name = rel.partition("/")
+    # a wheel file name (PEP 427, as the plan's wheel-declaration rule reads it) directly in the directory
+    return (
+        bool(sep)
+        and head in (WHEELS_DIR, RESUMABLE_DIR)
+        and "/" not in name
+        and not name.startswith(".")
+        and (parse_wheel_name(name) is not None)
+    )
 
 
-def _copy_checked(src: str, dst: str, limit: int) -> str:
-    """Copy a regular file (at most ``limit`` bytes) and return the sha256 of what was copied."""
+def _not_ours(out: str, what: str) -> ResumableError:
+    return ResumableError(
+        "%s, so it is not provably a build context resumable wrote" % what,
+        out,
+        "Name a new or empty directory, or remove this one yourself; nothing in it is changed.",
+    )
+
+
+def _previous(out: str) -> Dict[str, str]:
+    """What a previous run wrote into ``out`` (name -> sha256), read from its marker and checked; {}
+    for an empty directory. A directory that is not empty and has no valid marker is refused."""
+    marker = os.path.join(out, MANIFEST)
     try:
-        if not os.path.exists(src):
-            raise FileNotFoundError(src)
-        if not os.path.isfile(src):
-            raise ResumableError("is not a regular file", src, "Point the profile at the .whl file.")
-        if os.path.getsize(src) > limit:
-            raise ResumableError("is larger than %d bytes" % limit, src, "Check that this is the right file.")
-        shutil.copyfile(src, dst)
+        info = os.lstat(marker)
     except FileNotFoundError:
-        raise ResumableError("does not exist", src, "Check image.wheels.*.file (relative to the profile).") from None
-    except OSError as exc:
-        raise ResumableError("cannot be copied (%s)" % exc, src, "Check the file's permissions.") from None
-    return sha256_file(dst)
+        if os.listdir(out):
+            raise ResumableError(
+                "is not empty and was not written by `resumable image context`",
+                out,
+                "Name a new or empty directory; nothing in it is deleted.",
+            ) from None
+        return {}
+    if not stat.S_ISREG(info.st_mode):
+        raise _not_ours(
+            out, "its %s is %s" % (MANIFEST, "a symbolic link" if stat.S_ISLNK(info.st_mode) else kind_of(info.st_mode))
+        )
+    try:
+        data = jsonio.loads(
+            read_text(marker, what="context marker", limit=MAX_MARKER_BYTES, error=ResumableError, fix="")
+        )
+    except ValueError as exc:
+        raise _not_ours(out, "its %s is not JSON (%s)" % (MANIFEST, exc)) from None
+    files = data.get("files") if isinstance(data, dict) else None
+    if isinstance(files, list):
+        raise _not_ours(out, "its %s was written by an older resumable, without the files' checksums" % MANIFEST)
+    if not isinstance(files, dict):
+        raise _not_ours(out, "its %s has no object of files" % MANIFEST)
+    for rel, digest in files.items():
+        if not _our_name(rel):
+            raise _not_ours(
+                out, "its %s names %s, which `resumable image context` never writes" % (MANIFEST, shown(rel))
+            )
+        if not isinstance(digest, str) or not _SHA256.fullmatch(digest):
+            raise _not_ours(out, "its %s gives %s for %s, not a sha256" % (MANIFEST, shown(digest), rel))
+    return dict(files)
+
+
+def _check_targets(out: str, previous: Dict[str, str], written: Dict[str, str]) -> None:
+    """Before anything in ``out`` changes: every file to be replaced or removed is a regular file
+    whose bytes are still those the marker records, and wheels/ and resumable/ are directories of
+    ``out`` (a symbolic link there would put the files elsewhere)."""
+    for sub in (WHEELS_DIR, RESUMABLE_DIR):
+        path = os.path.join(out, sub)
+        if os.path.lexists(path) and (os.path.islink(path) or not os.path.isdir(path)):
+            raise _not_ours(
+                out, "%s in it is %s, not a directory" % (sub, "a symbolic link" if os.path.islink(path) else "a file")
+            )
+    for rel in sorted(set(previous) | set(written)):
+        target = os.path.join(out, rel)
+        try:
+            mode = os.lstat(target).st_mode
+        except FileNotFoundError:
+            continue
+        if rel not in previous:
+            raise ResumableError(
+                "is there, but no earlier `resumable image context` wrote it (it is not in %s)" % MANIFEST,
+                target,
+                "Remove it yourself or name another directory; it is not replaced.",
+            )
+        digest = (
+            sha256_of(target, what="context file", limit=MAX_WHEEL_BYTES, error=ResumableError, fix="")
+            if stat.S_ISREG(mode)
+            else None
+        )
+        if digest != previous[rel]:
+            raise ResumableError(
+                "changed since `resumable image context` wrote it (its sha256 is not the one in %s)" % MANIFEST,
+                target,
+                "Keep your copy elsewhere and remove it, or name another directory; it is not replaced.",
+            )
+
+
+def _copy_checked(src: str, dst: str, limit: int, fix: str) -> str:
+    """Copy a regular file (at most ``limit`` bytes) and return the sha256 of what was copied."""
+    return copy_file(src, dst, what="file to copy", limit=limit, error=ResumableError, fix=fix)
 
 
 def _download(url: str, dst: str) -> str:
@@ -124,12 +205,18 @@ def _download(url: str, dst: str) -> str:
     return sha256_file(dst)
 
 
-def _fetch_wheel(where_job: str, wheel: WheelPlan, wheels_dir: str) -> str:
+def _fetch_wheel(where_job: str, wheel: WheelPlan, wheels_dir: str) -> Tuple[str, str]:
+    """Copy or download one vendor wheel into ``wheels_dir``; its file name and sha256."""
     where = "%s.image.wheels.%s" % (where_job, wheel.name)
     if wheel.file is not None:
         # the file name (distribution, version) is checked by the wheel-declaration rule of the plan
         filename = os.path.basename(wheel.file)
-        digest = _copy_checked(wheel.file, os.path.join(wheels_dir, filename), MAX_WHEEL_BYTES)
+        digest = _copy_checked(
+            wheel.file,
+            os.path.join(wheels_dir, filename),
+            MAX_WHEEL_BYTES,
+            "Check image.wheels.*.file (relative to the profile).",
+        )
         source = wheel.file
     elif wheel.url is not None:
         if wheel.sha256 is None:
@@ -153,7 +240,7 @@ def _fetch_wheel(where_job: str, wheel: WheelPlan, wheels_dir: str) -> str:
             source,
             "Use the file the checksum was taken from, or correct image.wheels.%s.sha256." % wheel.name,
         )
-    return filename
+    return filename, digest
 
 
 def missing_wheel_files(plan: Plan, job: JobPlan) -> List[str]:
@@ -231,7 +318,7 @@ def _resumable_wheel(out_dir: str) -> str:
     )
 
 
-def _copy_profile(plan: Plan, dst: str) -> None:
+def _copy_profile(plan: Plan, dst: str) -> str:
     source = plan.profile
     if not source or source.startswith("<") or not os.path.isfile(source):
         raise ResumableError(
@@ -239,7 +326,7 @@ def _copy_profile(plan: Plan, dst: str) -> None:
             None,
             "Plan a profile file with resumable.api.load_plan(path); the image carries that file.",
         )
-    _copy_checked(source, dst, MAX_PROFILE_BYTES)
+    return _copy_checked(source, dst, MAX_PROFILE_BYTES, "Check the profile file.")
 
 
 def build_args(job: JobPlan) -> Dict[str, str]:
@@ -250,6 +337,28 @@ def build_args(job: JobPlan) -> Dict[str, str]:
         "RUN_USER": img.user,
         "RUN_UID": str(img.uid),
     }
+
+
+def _stage(plan: Plan, job: JobPlan, stage: str) -> Tuple[Dict[str, str], List[str]]:
+    """Write every file of the context into ``stage``; return (name -> sha256, vendor wheel names)."""
+    written: Dict[str, str] = {}
+    written["Dockerfile"] = _copy_checked(DOCKERFILE, os.path.join(stage, "Dockerfile"), MAX_WHEEL_BYTES, "")
+    wheels_dir = os.path.join(stage, WHEELS_DIR)
+    os.makedirs(wheels_dir)
+    copied: List[str] = []
+    sums: List[str] = []
+    for wheel in job.image.wheels:
+        filename, digest = _fetch_wheel(job_path(plan, job), wheel, wheels_dir)
+        copied.append(filename)
+        sums.append("%s  %s\n" % (digest, filename))
+        written["%s/%s" % (WHEELS_DIR, filename)] = digest
+    with open(os.path.join(wheels_dir, SUMS_FILE), "w", encoding="utf-8") as handle:
+        handle.write("".join(sums))
+    written["%s/%s" % (WHEELS_DIR, SUMS_FILE)] = sha256_file(os.path.join(wheels_dir, SUMS_FILE))
+    own = _resumable_wheel(os.path.join(stage, RESUMABLE_DIR))
+    written["%s/%s" % (RESUMABLE_DIR, os.path.basename(own))] = sha256_file(own)
+    written[PROFILE_NAME] = _copy_profile(plan, os.path.join(stage, PROFILE_NAME))
+    return written, copied
 
 
 def prepare_context(plan: Plan, job_name: Optional[str], out_dir: str) -> ImageContext:
@@ -278,43 +387,40 @@ def prepare_context(plan: Plan, job_name: Optional[str], out_dir: str) -> ImageC
             "Install %s from a wheel or a checkout (`pip install --force-reinstall %s` or `pip install .`); "
             "a copy of the resumable/ folder alone has no recipe." % (DISTRIBUTION, DISTRIBUTION),
         )
+    ensure_directory(out_dir, "--out", create=False)
     out = os.path.abspath(out_dir)
-    previous = _claim(out)
-    # build into a fresh staging directory next to out, then move the pieces in: a failure half-way
-    # leaves the previous context as it was
-    stage = tempfile.mkdtemp(prefix=".stage-", dir=out)
+    previous = _previous(out) if os.path.isdir(out) else {}
+    where = "--out %s" % shown(out_dir)
+    with os_errors("cannot be created", where, "Choose a place you can write."):
+        created = make_dirs(out)
+    stage: Optional[str] = None
     try:
-        written: List[str] = []
-        shutil.copyfile(DOCKERFILE, os.path.join(stage, "Dockerfile"))
-        written.append("Dockerfile")
-        wheels_dir = os.path.join(stage, WHEELS_DIR)
-        os.makedirs(wheels_dir)
-        copied: List[str] = []
-        sums: List[str] = []
-        for wheel in job.image.wheels:
-            filename = _fetch_wheel(job_path(plan, job), wheel, wheels_dir)
-            copied.append(filename)
-            sums.append("%s  %s\n" % (sha256_file(os.path.join(wheels_dir, filename)), filename))
-            written.append("%s/%s" % (WHEELS_DIR, filename))
-        with open(os.path.join(wheels_dir, SUMS_FILE), "w", encoding="utf-8") as handle:
-            handle.write("".join(sums))
-        written.append("%s/%s" % (WHEELS_DIR, SUMS_FILE))
-        own = _resumable_wheel(os.path.join(stage, RESUMABLE_DIR))
-        written.append("%s/%s" % (RESUMABLE_DIR, os.path.basename(own)))
-        _copy_profile(plan, os.path.join(stage, PROFILE_NAME))
-        written.append(PROFILE_NAME)
-        for rel in sorted(previous - set(written)):
-            target = os.path.join(out, rel)
-            if os.path.isfile(target):
-                os.unlink(target)
-        for rel in written:
-            target = os.path.join(out, rel)
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            os.replace(os.path.join(stage, rel), target)
-        with open(os.path.join(out, MANIFEST), "w", encoding="utf-8") as handle:
-            json.dump({"job": job.name, "files": written}, handle, indent=1)
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
+        # build into a fresh staging directory in out, then move the pieces in: a failure half-way
+        # leaves the previous context as it was
+        with os_errors("cannot be written", where, "Choose a place you can write (check free space)."):
+            stage = tempfile.mkdtemp(prefix=".stage-", dir=out)
+            written, copied = _stage(plan, job, stage)
+            for rel in written:  # what the next run accepts in its marker (a plan from the gate has only these)
+                if not _our_name(rel):
+                    raise ResumableError("is not a wheel file name (PEP 427)", rel, "Rename the wheel file as built.")
+            _check_targets(out, previous, written)
+            for rel in sorted(set(previous) - set(written)):
+                if os.path.lexists(os.path.join(out, rel)):
+                    os.unlink(os.path.join(out, rel))  # proven ours by _check_targets
+            for rel in written:
+                target = os.path.join(out, rel)
+                if not os.path.isdir(os.path.dirname(target)):
+                    os.mkdir(os.path.dirname(target))
+                os.replace(os.path.join(stage, rel), target)
+            with open(os.path.join(stage, MANIFEST), "x", encoding="utf-8") as handle:
+                handle.write(jsonio.dumps({"job": job.name, "files": written}, indent=1))
+            os.replace(os.path.join(stage, MANIFEST), os.path.join(out, MANIFEST))
+    except BaseException:
+        if stage is not None:
+            shutil.rmtree(stage, ignore_errors=True)
+        remove_dirs(created)
+        raise
+    shutil.rmtree(stage, ignore_errors=True)
     return ImageContext(
         path=out,
         dockerfile=os.path.join(out, "Dockerfile"),

@@ -17,11 +17,13 @@ from typing import Dict, List, Mapping, Optional, Tuple
 
 from .. import constants as C
 from .. import releases
+from ..errors import ResumableError, escape_controls
+from ..fileio import read_head
 from ..plan.model import JobPlan
 from ..versions import Version, VersionError
 from . import installed
 from .launch import MissingVariable, expand, plan_env
-from .torchrun_patch import count_line
+from .torchrun_patch import count_line, read_run_py
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 #: Python versions the runtime supports (it ships inside training images)
@@ -68,28 +70,53 @@ def _version_check(name: str, wanted: Optional[str], found: Optional[str], requi
     return Check(name, FAIL, wanted, found, "Install %s %s, or set the profile to what the image has." % (name, wanted))
 
 
-def cann_version(environ: Mapping[str, str]) -> Tuple[Optional[str], Optional[str]]:
-    """(version, install.info path) of the CANN toolkit: $ASCEND_TOOLKIT_HOME, then the default homes."""
+#: a key=value record (CANN's install info, the driver's version.info) is a few hundred bytes
+RECORD_MAX_BYTES = 64 << 10
+#: /proc/self/mountinfo of a node with thousands of mounts is a few MB; only its start is read
+MOUNTINFO_MAX_BYTES = 4 << 20
+
+
+def key_values(path: str) -> Dict[str, str]:
+    """The ``key=value`` lines of a small record (the bounded reader: a regular file of at most
+    :data:`RECORD_MAX_BYTES`; bytes that are not UTF-8 are replaced). :class:`ResumableError` when it
+    cannot be read, naming why."""
+    text = read_text_lenient(path, "install record", RECORD_MAX_BYTES)
+    out = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            out[key.strip()] = value.strip()
+    return out
+
+
+def read_text_lenient(path: str, what: str, most: int) -> str:
+    """The start of a regular file as text, undecodable bytes replaced (doctor reports, it does not
+    refuse); :class:`ResumableError` for a FIFO, a device or a missing file."""
+    return read_head(path, what=what, most=most, error=ResumableError, fix="").decode("utf-8", "replace")
+
+
+def cann_version(environ: Mapping[str, str]) -> Tuple[Optional[str], Optional[str], Optional[str]]:
+    """(version, install.info path, why the first record found could not be read) of the CANN
+    toolkit: $ASCEND_TOOLKIT_HOME, then the default homes."""
     homes = [environ[k] for k in ("ASCEND_TOOLKIT_HOME",) if environ.get(k)] + list(CANN_HOMES)
+    unreadable: Optional[str] = None
     for home in homes:
-        for info in sorted(glob.glob(os.path.join(home, "*-linux", "ascend_toolkit_install.info"))):
+        for info in sorted(glob.glob(os.path.join(glob.escape(home), "*-linux", "ascend_toolkit_install.info"))):
             try:
-                with open(info, encoding="utf-8", errors="replace") as handle:
-                    for line in handle.read(65536).splitlines():
-                        key, sep, value = line.partition("=")
-                        if sep and key.strip() == "version":
-                            return value.strip(), info
-            except OSError:
+                version = key_values(info).get("version")
+            except ResumableError as exc:
+                unreadable = unreadable or str(exc)
                 continue
-    return None, None
+            if version:
+                return version, info, None
+    return None, None, unreadable
 
 
 def filesystem_of(path: str, mountinfo: str = "/proc/self/mountinfo") -> Optional[Tuple[str, str]]:
     """(mount point, file system type) holding ``path``, from mountinfo."""
     try:
-        with open(mountinfo, encoding="utf-8", errors="replace") as handle:
-            lines = handle.read(1 << 20).splitlines()
-    except OSError:
+        lines = read_text_lenient(mountinfo, "mount table", MOUNTINFO_MAX_BYTES).splitlines()
+    except ResumableError:
         return None
     target = os.path.realpath(path)
     best: Optional[Tuple[str, str]] = None
@@ -145,6 +172,36 @@ def python_check() -> Check:
     )
 
 
+def _run_py_check(run_py: str, wanted_line: Optional[str]) -> Check:
+    """torch's run.py carries the plan's import line once and no other release's line."""
+    try:
+        text = read_run_py(run_py)
+    except ResumableError as exc:
+        return Check("run.py patch", FAIL, wanted_line or "none", "unreadable: %s" % exc, "Reinstall torch.")
+    counts = {line: count_line(text, line) for line in C.RUNPY_IMPORTS_KNOWN}
+    foreign = ["`%s` x%d" % (line, n) for line, n in counts.items() if n and line != wanted_line]
+    if wanted_line:
+        n = count_line(text, wanted_line)
+        good = n == 1 and not foreign
+        found = "`%s` x%d%s" % (wanted_line, n, (", also " + ", ".join(foreign)) if foreign else "")
+        return Check(
+            "run.py patch",
+            OK if good else FAIL,
+            "`%s` once" % wanted_line,
+            found,
+            "" if good else "Run `resumable image patch-torchrun` (the image recipe does).",
+        )
+    if foreign:
+        return Check(
+            "run.py patch",
+            WARN,
+            "none",
+            ", ".join(foreign),
+            "The plan uses no in-container agent; `resumable image patch-torchrun --undo` removes the line.",
+        )
+    return Check("run.py patch", OK, "none", "none")
+
+
 def run_checks(job: JobPlan, environ: Mapping[str, str], mountinfo: str = "/proc/self/mountinfo") -> List[Check]:
     checks: List[Check] = [python_check()]
     img = job.image
@@ -177,10 +234,12 @@ def run_checks(job: JobPlan, environ: Mapping[str, str], mountinfo: str = "/proc
                 "The base image must carry MindSpore.",
             )
         )
-    cann, info = cann_version(environ)
+    cann, info, unreadable = cann_version(environ)
     check = _version_check("CANN", img.cann, cann, img.cann is not None, "Install the CANN toolkit in the base image.")
     if info:
         check.found += " (%s)" % info
+    elif unreadable:
+        check.status, check.found = FAIL, "unreadable: %s" % unreadable
     checks.append(check)
 
     # launcher command
@@ -231,41 +290,8 @@ def run_checks(job: JobPlan, environ: Mapping[str, str], mountinfo: str = "/proc
 
     # run.py patch
     run_py = installed.torch_run_py() if job.framework == "pytorch" else None
-    if run_py is not None and os.path.isfile(run_py):
-        try:
-            with open(run_py, encoding="utf-8") as handle:
-                text = handle.read()
-        except OSError as exc:
-            text = ""
-            checks.append(Check("run.py patch", FAIL, img.runpy_patch or "none", "unreadable: %s" % exc))
-        wanted_line = img.runpy_patch
-        counts = {line: count_line(text, line) for line in C.RUNPY_IMPORTS_KNOWN}
-        foreign = ["`%s` x%d" % (line, n) for line, n in counts.items() if n and line != wanted_line]
-        if wanted_line:
-            n = count_line(text, wanted_line)
-            good = n == 1 and not foreign
-            found = "`%s` x%d%s" % (wanted_line, n, (", also " + ", ".join(foreign)) if foreign else "")
-            checks.append(
-                Check(
-                    "run.py patch",
-                    OK if good else FAIL,
-                    "`%s` once" % wanted_line,
-                    found,
-                    "" if good else "Run `resumable image patch-torchrun` (the image recipe does).",
-                )
-            )
-        elif foreign:
-            checks.append(
-                Check(
-                    "run.py patch",
-                    WARN,
-                    "none",
-                    ", ".join(foreign),
-                    "The plan uses no in-container agent; `resumable image patch-torchrun --undo` removes the line.",
-                )
-            )
-        else:
-            checks.append(Check("run.py patch", OK, "none", "none"))
+    if run_py is not None and os.path.lexists(run_py):
+        checks.append(_run_py_check(run_py, img.runpy_patch))
     elif job.framework == "pytorch" and img.runpy_patch:
         checks.append(Check("run.py patch", FAIL, "`%s` once" % img.runpy_patch, "torch not installed"))
 
@@ -361,14 +387,17 @@ def failed(checks: List[Check]) -> bool:
 
 
 def render_table(job: str, profile: str, checks: List[Check]) -> str:
-    rows = [("CHECK", "STATUS", "WANTED", "FOUND")] + [(c.name, c.status.upper(), c.wanted, c.found) for c in checks]
+    """The checks as a table, values with control characters and undecodable bytes escaped."""
+    rows = [("CHECK", "STATUS", "WANTED", "FOUND")] + [
+        (escape_controls(c.name), c.status.upper(), escape_controls(c.wanted), escape_controls(c.found)) for c in checks
+    ]
     widths = [min(max(len(r[i]) for r in rows), 48) for i in range(3)]
-    out = ["resumable doctor: job %s (profile %s)" % (job, profile)]
+    out = ["resumable doctor: job %s (profile %s)" % (escape_controls(job), escape_controls(profile))]
     for r in rows:
         out.append("  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3])
     fixes = [c for c in checks if c.fix and c.status != OK]
     for c in fixes:
-        out.append("%s %s: %s" % (c.status.upper(), c.name, c.fix))
+        out.append(escape_controls("%s %s: %s" % (c.status.upper(), c.name, c.fix)))
     n_fail = sum(1 for c in checks if c.status == FAIL)
     n_warn = sum(1 for c in checks if c.status == WARN)
     out.append("%d checks: %d failed, %d warnings" % (len(checks), n_fail, n_warn))

@@ -7,14 +7,18 @@ elastic agent on import), so everything here reads the import system's specs and
 
 from __future__ import annotations
 
+import email.parser
 import importlib.util
 import os
+import pathlib
 import shutil
 import subprocess
 import sys
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from .. import constants as C
+from ..errors import ResumableError
+from ..fileio import read_head
 
 try:  # Python 3.8 has importlib.metadata
     from importlib import metadata as _metadata
@@ -23,6 +27,8 @@ except ImportError:  # pragma: no cover
 
 #: seconds an import check in a child interpreter may take (importing torch is slow on a cold disk)
 IMPORT_CHECK_TIMEOUT = 300
+#: the metadata headers (Name, Version) come first; the long description after them is not needed
+METADATA_HEAD_BYTES = 64 << 10
 
 
 def package_dir(name: str) -> Optional[str]:
@@ -41,14 +47,37 @@ def package_dir(name: str) -> Optional[str]:
 
 
 def dist_version(name: str) -> Optional[str]:
-    """The installed version of distribution ``name`` (dashes and underscores alike), or None."""
+    """The installed version of distribution ``name`` (dashes and underscores alike), or None (also
+    when its metadata cannot be read)."""
     if _metadata is None:  # pragma: no cover
         return None
     for candidate in (name, name.replace("_", "-"), name.replace("-", "_")):
         try:
-            return _metadata.version(candidate)
+            dist = _metadata.distribution(candidate)  # found on sys.path, nothing read yet
         except _metadata.PackageNotFoundError:
             continue
+        return _version_of(dist)
+    return None
+
+
+def _version_of(dist: Any) -> Optional[str]:
+    """The ``Version`` header of a distribution's metadata, read through the bounded reader when it
+    lives in a directory (importlib's own read would block on a FIFO named METADATA)."""
+    where = getattr(dist, "_path", None)  # PathDistribution: its .dist-info or .egg-info
+    if not isinstance(where, pathlib.Path):
+        version: Optional[str] = dist.version  # another kind of distribution (a zip): importlib reads it
+        return version
+    files = [where / "METADATA", where / "PKG-INFO"] if where.is_dir() else [where]
+    for path in files:
+        if not os.path.lexists(str(path)):
+            continue
+        try:
+            head = read_head(str(path), what="package metadata", most=METADATA_HEAD_BYTES, error=ResumableError, fix="")
+        except ResumableError:
+            return None
+        headers = email.parser.HeaderParser().parsestr(head.decode("utf-8", "replace"))
+        value = headers.get("Version")
+        return str(value).strip() if value else None
     return None
 
 
@@ -110,10 +139,10 @@ def find_command(name: str) -> Optional[str]:
 def script_python(path: str) -> Optional[str]:
     """The interpreter a console script's ``#!`` line names, or None for a binary or plain shell script."""
     try:
-        with open(path, "rb") as handle:
-            first = handle.readline(512)
-    except OSError:
-        return None
+        head = read_head(path, what="program", most=512, error=ResumableError, fix="")
+    except ResumableError:
+        return None  # not a regular file, or unreadable: whoever runs it finds out
+    first = head.split(b"\n", 1)[0]
     if not first.startswith(b"#!"):
         return None
     words: List[str] = first[2:].decode("utf-8", "replace").split()

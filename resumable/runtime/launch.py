@@ -14,7 +14,10 @@ This replaces the hand-written ``train_start.sh`` + ``manager.py`` of PLR 适配
 
 :func:`build_spec` only decides; :mod:`.supervisor` runs the result and ``--dry-run`` prints it.
 Everything that would make a real launch fail is collected in ``problems`` (so the dry run shows
-all of them at once).
+all of them at once, and the launch refuses exactly what the dry run marks): every pod value it uses,
+parsed once by :mod:`.podvars`; the files it reads (through the bounded reader); what the launch
+writes before anything starts (the log directory, the timeline, TaskD's directory, the event socket
+under TMPDIR), checked without writing.
 """
 
 from __future__ import annotations
@@ -25,13 +28,17 @@ import os
 import re
 import shlex
 import socket
+import stat
 import sys
+import tempfile
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .. import constants as C
+from .. import fileio
+from ..errors import ResumableError, escape_controls, shown
 from ..plan.model import EnvVar, JobPlan, PodValue, env_reference
-from . import installed, podenv
-from .torchrun_patch import count_line
+from . import installed, podenv, podvars
+from .torchrun_patch import count_line, read_run_py
 
 #: directory holding the start-up hook (``sitecustomize``) the training processes load
 STARTUP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "startup")
@@ -91,18 +98,55 @@ class LaunchSpec:
     private_dirs: List[str] = dataclasses.field(default_factory=list)
     #: seconds without a heartbeat before a training process is taken for hung (plan.launcher.hang_timeout)
     hang_timeout: float = float(C.HANG_FLOOR_SECONDS)
+    #: where the launch makes its private runtime directory (the event socket): TMPDIR's directory
+    runtime_parent: str = dataclasses.field(default_factory=tempfile.gettempdir)
 
     @property
     def timeline_path(self) -> str:
-        return os.path.join(self.log_dir, C.TIMELINE_FILE % _host())
+        return timeline_path(self.log_dir)
 
     @property
     def manager_log(self) -> str:
-        return os.path.join(self.log_dir, "taskd-manager-%s.log" % _host())
+        return manager_log_path(self.log_dir)
 
 
 def _host() -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", socket.gethostname()) or "localhost"
+
+
+def timeline_path(log_dir: str) -> str:
+    return os.path.join(log_dir, C.TIMELINE_FILE % _host())
+
+
+def manager_log_path(log_dir: str) -> str:
+    return os.path.join(log_dir, "taskd-manager-%s.log" % _host())
+
+
+#: the launch's private runtime directory is ``<TMPDIR>/<RUNTIME_PREFIX>XXXXXXXX`` (tempfile.mkdtemp)
+RUNTIME_PREFIX = "resumable-launch-"
+#: the workers' event socket in it
+SOCKET_NAME = "events.sock"
+#: the longest AF_UNIX socket path Linux takes: sun_path is 108 bytes with the closing NUL (unix(7))
+SOCKET_PATH_MAX = 107
+
+
+def socket_path_problem(runtime_parent: str) -> Optional[str]:
+    """Why the event socket cannot be made under ``runtime_parent`` (TMPDIR), or None."""
+    longest = os.path.join(runtime_parent, RUNTIME_PREFIX + "x" * 8, SOCKET_NAME)
+    size = len(os.fsencode(longest))
+    if size <= SOCKET_PATH_MAX:
+        return None
+    return (
+        "TMPDIR=%s is too long for the launcher's event socket: its path (%s) would be %d bytes, and an AF_UNIX "
+        "socket path has at most %d bytes (unix(7)): set TMPDIR to a directory of at most %d characters"
+        % (
+            shown(runtime_parent),
+            os.path.join("$TMPDIR", RUNTIME_PREFIX + "XXXXXXXX", SOCKET_NAME),
+            size,
+            SOCKET_PATH_MAX,
+            SOCKET_PATH_MAX - (size - len(os.fsencode(runtime_parent))),
+        )
+    )
 
 
 def grace_seconds(job: JobPlan) -> float:
@@ -160,6 +204,154 @@ def _pod_value(env: Mapping[str, str], problems: List[str]) -> PodValue:
     return value
 
 
+def pod_names(job: JobPlan) -> List[str]:
+    """Every variable of the pod this job's launch uses (podvars parses them): the rendezvous the
+    operator injects or the RankTable gives, what the plan's values reference and the plan does not
+    set itself, the MindIO controller's, the ones the launch extends (LD_PRELOAD, PYTHONPATH)."""
+    launcher = job.launcher
+    names: List[str] = [C.ENV_POD_IP, *INPUTS["mindspore" if job.framework == "mindspore" else "pytorch"]]
+    if job.kind == C.VCJOB_KIND:
+        names += [C.ENV_XDL_IP, C.ENV_RANK_TABLE_FILE]
+    if launcher.launcher == "msrun":
+        names += [C.ENV_MS_ROLE, C.ENV_NPU_POD]
+    if launcher.taskd_manager.enabled:
+        names.append(launcher.taskd_manager.job_id_env)
+    if launcher.ttp_port is not None:
+        names += [C.ENV_TTP_ADDR, C.ENV_MS_TFT_IP, C.ENV_MS_TFT_PORT]
+    literal = {v.name for v in plan_env(job) if v.value is not None and not _REF.search(v.value)}
+    for value in [launcher.log_dir, *(v.value for v in plan_env(job) if v.value)]:
+        for match in _REF.finditer(value):
+            name = match.group(1) or match.group(2) or match.group(3)
+            if name not in literal:
+                names.append(name)
+    return [*names, C.ENV_LD_PRELOAD, "PYTHONPATH", C.ENV_TASKD_LOG_PATH]
+
+
+def _size_warnings(job: JobPlan, pod: podvars.PodEnv) -> List[str]:
+    """The operator's view of the job's size against the plan's (a job YAML that drifted from the profile)."""
+    if job.kind != C.ASCENDJOB_KIND:
+        return []
+    nodes, per_node = job.launcher.taskd_manager.node_nums, job.launcher.taskd_manager.proc_per_node
+    sizes = {
+        "pytorch": ((C.ENV_WORLD_SIZE, nodes * per_node), (C.ENV_LOCAL_WORLD_SIZE, per_node)),
+        "mindspore": ((C.ENV_MS_WORKER_NUM, nodes * per_node), (C.ENV_MS_LOCAL_WORKER, per_node)),
+    }
+    out = []
+    for name, wanted in sizes.get(job.framework, ()):
+        seen = pod.number(name)
+        if seen is not None and seen != wanted:
+            out.append(
+                "%s=%d from the Ascend Operator, but the plan has %d nodes x %d processes (%s=%d expected): the "
+                "job YAML and the profile disagree" % (name, seen, nodes, per_node, name, wanted)
+            )
+    return out
+
+
+def _run_py_problem(job: JobPlan) -> Optional[str]:
+    """run.py must carry the plan's import line once, or TaskD / the Elastic Agent silently stays out."""
+    if not job.image.runpy_patch or job.launcher.launcher == "msrun":
+        return None
+    run_py = installed.torch_run_py()
+    if run_py is None:
+        return "torch is not installed in %s" % sys.executable
+    try:
+        copies = count_line(read_run_py(run_py), job.image.runpy_patch)
+    except ResumableError as exc:
+        return str(exc)
+    if copies == 1:
+        return None
+    return "%s has `%s` %d times, not once: run `resumable image patch-torchrun` (the image recipe does)" % (
+        run_py,
+        job.image.runpy_patch,
+        copies,
+    )
+
+
+def _launcher_program(name: str) -> Tuple[str, List[str], List[str]]:
+    """The launcher to run (first on PATH, else next to this Python), the problems and the warnings."""
+    exe = installed.find_command(name)
+    if exe is None:
+        why = "%s is not installed next to %s nor on PATH (the framework in the base image provides it)"
+        return name, [why % (name, sys.executable)], []
+    try:
+        mode = os.stat(exe).st_mode
+    except OSError:
+        mode = stat.S_IFREG  # gone since it was found: starting it will say so
+    if not stat.S_ISREG(mode):
+        why = "%s on PATH is %s, not a program: remove it or put the framework's %s first on PATH"
+        return exe, [why % (exe, fileio.kind_of(mode), name)], []
+    owner = installed.script_python(exe)
+    if owner is not None and os.path.realpath(owner) != os.path.realpath(sys.executable):
+        return (
+            exe,
+            [],
+            [
+                "%s runs %s, not %s (resumable's Python): the start-up hook (timeline, compile mode) needs "
+                "resumable installed there" % (exe, owner, sys.executable)
+            ],
+        )
+    return exe, [], []
+
+
+def _argument_problems(script_argv: Sequence[str]) -> List[str]:
+    """The training command after ``--`` is checked as jobs[].script and script_args are (rule: no
+    control characters), so the printed script and the profile agree on what is a mistake."""
+    out = []
+    for arg in script_argv:
+        why = podvars.text_problem(arg)
+        if why is not None:
+            out.append(
+                "the training command's argument %s %s: the profile refuses the same in jobs[].script_args"
+                % (shown(arg), why)
+            )
+    return out
+
+
+def _output_problems(log_dir: str, manager: bool, runtime_parent: str) -> List[str]:
+    """What would stop the launch when it makes its log directory, appends to the timeline (and the
+    Manager's log) and binds the event socket: checked without writing, so the dry run says it too."""
+    out: List[str] = []
+    why = podvars.text_problem(log_dir)
+    if why is not None or not log_dir:
+        out.append("the job log directory %s %s" % (shown(log_dir), why or "is empty"))
+        return out
+    existing = log_dir
+    while not os.path.lexists(existing) and os.path.dirname(existing) not in ("", existing):
+        existing = os.path.dirname(existing)
+    if os.path.lexists(existing) and not os.path.isdir(existing):
+        out.append(
+            "the job log directory %s cannot be made: %s is not a directory (pass --log-dir DIR)" % (log_dir, existing)
+        )
+    for path in [timeline_path(log_dir)] + ([manager_log_path(log_dir)] if manager else []):
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:
+            continue
+        if not stat.S_ISREG(mode):
+            kind = "a symbolic link" if stat.S_ISLNK(mode) else fileio.kind_of(mode)
+            out.append("%s is %s; the launch appends to it only as a regular file: remove it" % (path, kind))
+    socket_problem = socket_path_problem(runtime_parent)
+    if socket_problem:
+        out.append(socket_problem)
+    return out
+
+
+def _word_problems(exports: Sequence[Export], command: Sequence[str], manager: Optional[Sequence[str]]) -> List[str]:
+    """Every exported value and every word of the commands must be text a shell word can hold (the dry
+    run prints them quoted; a value it cannot quote is refused). The pod's values are checked where
+    they are read; this catches what was derived from them."""
+    out = []
+    for e in exports:
+        why = podvars.text_problem(e.value)
+        if why is not None:
+            out.append("the launch would export %s=%s, which %s" % (e.name, shown(e.value), why))
+    for word in [*command, *(manager or [])]:
+        why = podvars.text_problem(word)
+        if why is not None:
+            out.append("the launch would run a command with the word %s, which %s" % (shown(word), why))
+    return out
+
+
 def build_spec(
     job: JobPlan,
     environ: Mapping[str, str],
@@ -183,6 +375,8 @@ def build_spec(
 
     def need(name: str, why: str) -> Optional[str]:
         value = env.get(name)
+        if name in pod.refused:
+            return None  # named already
         if value is None or value == "":
             problems.append("%s is not set: %s" % (name, why))
             return None
@@ -193,20 +387,6 @@ def build_spec(
     for name in (C.ENV_POD_IP, C.ENV_MINDX_TASK_ID):
         if (name, environ.get(name)) not in inputs:
             inputs.append((name, environ.get(name)))
-
-    # 0. the operator's view of the job's size against the plan's (a job YAML that drifted from the profile)
-    nodes, per_node = launcher.taskd_manager.node_nums, launcher.taskd_manager.proc_per_node
-    sizes = {
-        "pytorch": ((C.ENV_WORLD_SIZE, nodes * per_node), (C.ENV_LOCAL_WORLD_SIZE, per_node)),
-        "mindspore": ((C.ENV_MS_WORKER_NUM, nodes * per_node), (C.ENV_MS_LOCAL_WORKER, per_node)),
-    }
-    for name, wanted in sizes.get(job.framework, ()) if job.kind == C.ASCENDJOB_KIND else ():
-        seen = environ.get(name)
-        if seen is not None and seen.strip() != str(wanted):
-            warnings.append(
-                "%s=%s from the Ascend Operator, but the plan has %d nodes x %d processes (%s=%d expected): the "
-                "job YAML and the profile disagree" % (name, seen, nodes, per_node, name, wanted)
-            )
 
     # 1. the container environment of the plan (the job template sets the same; outside one this does)
     for var in plan_env(job):
@@ -224,13 +404,19 @@ def build_spec(
                 % (exc.name, var.name, var.value)
             )
 
-    # 1b. what the job controller does not inject: a Volcano Job's rendezvous from its RankTable;
-    #     msrun node ranks that cannot collide (podenv)
+    # 1b. what the job controller does not inject: a Volcano Job's rendezvous from its RankTable (podenv)
     derived, found = podenv.volcano_rendezvous(job, env)
     problems.extend(found)
     for name, value, reason in derived:
         export(name, value, reason)
-    problems.extend(podenv.msrun_topology(job, env))
+
+    # 1c. every value the launcher uses, parsed once into its type and bounds (podvars): what the
+    #     operator injects, what the RankTable gave, what the plan's $(VAR) references name; msrun
+    #     node ranks that cannot collide (podenv)
+    pod = podvars.read_pod_env(env, pod_names(job), launcher.nodes)
+    problems.extend(pod.problems)
+    warnings.extend(_size_warnings(job, pod))
+    problems.extend(podenv.msrun_topology(job, env, pod.number(C.ENV_MS_NODE_RANK)))
 
     # 2. TaskD: libtaskd.so preloaded into every process, found from the installed package
     if launcher.ld_preload:
@@ -248,22 +434,7 @@ def build_spec(
             export(C.ENV_LD_PRELOAD, value, "libtaskd.so of the installed taskd (PLR 适配训练脚本)")
 
     # 3. run.py must carry the plan's import line, or TaskD / the Elastic Agent silently stays out
-    if job.image.runpy_patch and job.launcher.launcher != "msrun":
-        run_py = installed.torch_run_py()
-        if run_py is None:
-            problems.append("torch is not installed in %s" % sys.executable)
-        else:
-            try:
-                with open(run_py, encoding="utf-8") as handle:
-                    copies = count_line(handle.read(), job.image.runpy_patch)
-            except OSError as exc:
-                problems.append("cannot read %s (%s)" % (run_py, exc))
-            else:
-                if copies != 1:
-                    problems.append(
-                        "%s has `%s` %d times, not once: run `resumable image patch-torchrun` (the image recipe "
-                        "does)" % (run_py, job.image.runpy_patch, copies)
-                    )
+    problems.extend(filter(None, [_run_py_problem(job)]))
 
     # 4. the TaskD Manager, only where the plan puts it
     manager: Optional[List[str]] = None
@@ -273,21 +444,18 @@ def build_spec(
         here = False
         if tm.where == "rank0":
             rank = need(C.ENV_RANK, "the Ascend Operator injects the pod rank")
-            here = rank == "0"
+            here = pod.number(C.ENV_RANK) == 0
             manager_reason = "RANK=%s: the TaskD Manager runs only on rank 0 (PLR 适配训练脚本)" % (
                 rank if rank is not None else "(unset)"
             )
         elif tm.where == "scheduler":
-            host, pod_ip = env.get(C.ENV_MS_SCHED_HOST), env.get(C.ENV_POD_IP)
+            host, pod_ip = pod.text(C.ENV_MS_SCHED_HOST), pod.text(C.ENV_POD_IP)
             need(C.ENV_MS_SCHED_HOST, "the Ascend Operator injects it")
             need(C.ENV_POD_IP, "the job template sets it from status.podIP")
-            here = host is not None and host == pod_ip
+            here = host is not None and pod_ip is not None and podvars.same_address(host, pod_ip)
             manager_reason = (
                 "MS_SCHED_HOST=%s, POD_IP=%s: the TaskD Manager runs only where they are equal (PLR 适配训练脚本)"
-                % (
-                    host,
-                    pod_ip,
-                )
+                % (host, pod_ip)
             )
         if here:
             if tm.where == "rank0":
@@ -305,7 +473,7 @@ def build_spec(
                 problems.append("taskd is not installed in %s: the TaskD Manager cannot start" % sys.executable)
 
     # 4b. MindIO TTP: every rank's processor connects to the controller on the rank-0 pod (podenv)
-    derived, found = podenv.ttp_address(job, env)
+    derived, found = podenv.ttp_address(job, env, pod.number(C.ENV_RANK))
     problems.extend(found)
     for name, value, reason in derived:
         export(name, value, reason)
@@ -337,24 +505,14 @@ def build_spec(
         )
 
     # 6. the launcher command
-    exe = installed.find_command(launcher.launcher)
-    if exe is None:
-        problems.append(
-            "%s is not installed next to %s nor on PATH (the framework in the base image provides it)"
-            % (launcher.launcher, sys.executable)
-        )
-        exe = launcher.launcher
-    else:
-        owner = installed.script_python(exe)
-        if owner is not None and os.path.realpath(owner) != os.path.realpath(sys.executable):
-            warnings.append(
-                "%s runs %s, not %s (resumable's Python): the start-up hook (timeline, compile mode) needs "
-                "resumable installed there" % (exe, owner, sys.executable)
-            )
+    exe, found, warned = _launcher_program(launcher.launcher)
+    problems.extend(found)
+    warnings.extend(warned)
     options = launcher.config.argv(_pod_value(env, problems))
     script = list(script_argv) or ([launcher.script, *launcher.script_args] if launcher.script else [])
     if not script:
         problems.append("no training script: give it after `--` or set jobs[].script in the profile")
+    problems.extend(_argument_problems(script_argv))
     command = [exe, *options, *script]
 
     # 7. the job-scoped log directory; TaskD's own, which must have mode 0750 (podenv.private_dir)
@@ -372,6 +530,15 @@ def build_spec(
                 % (exc.name, launcher.log_dir)
             )
             log_dir = launcher.log_dir
+
+    # 8. what the launch writes before anything starts: the log directory, its timeline and the
+    #    Manager's log, the event socket under TMPDIR; what it exports and runs must print as shell words
+    runtime_parent = tempfile.gettempdir()
+    problems.extend(_output_problems(log_dir, manager is not None, runtime_parent))
+    problems.extend(filter(None, map(podenv.private_dir_problem, private)))
+    if not pod.refused:  # a value derived from a refused one is not named twice
+        checked = [*options, *([] if script_argv else script)]  # the arguments after -- are named above
+        problems.extend(_word_problems(exports, [exe, *checked], manager))
     return LaunchSpec(
         job=job.name,
         framework=job.framework,
@@ -389,32 +556,46 @@ def build_spec(
         warnings=warnings,
         private_dirs=private,
         hang_timeout=float(launcher.hang_timeout),
+        runtime_parent=runtime_parent,
     )
 
 
+def _word(value: str) -> str:
+    """``value`` as one shell word; a value a shell word cannot hold (build_spec names it as a
+    problem) is shown with its control characters escaped, so the script stays a script."""
+    return shlex.quote(value if podvars.text_problem(value) is None else escape_controls(value))
+
+
 def render_dry_run(spec: LaunchSpec, profile: str) -> str:
-    """The exact environment and commands, as a shell reader would run them."""
-    q = shlex.quote
-    out = ["# resumable launch --dry-run: job %s (profile %s)" % (spec.job, profile)]
-    out.append("# read from the pod:")
+    """The exact environment and commands, as a shell reader would run them. Comments show values
+    with their control characters escaped (a newline in a value never starts a line of its own)."""
+    out: List[str] = []
+
+    def comment(text: str) -> None:
+        out.append("# " + escape_controls(text))
+
+    comment("resumable launch --dry-run: job %s (profile %s)" % (spec.job, profile))
+    comment("read from the pod:")
     for name, value in spec.inputs:
-        out.append("#   %s=%s" % (name, "(unset)" if value is None else value))
-    out.append("# environment set for the launcher, the TaskD Manager and every training process:")
+        comment("  %s=%s" % (name, "(unset)" if value is None else value))
+    comment("environment set for the launcher, the TaskD Manager and every training process:")
     for e in spec.exports:
-        out.append("export %s=%s  # %s" % (e.name, q(e.value), e.reason))
-    out.append("export %s=<runtime dir>/events.sock  # workers report starts for the timeline" % C.ENV_RESUMABLE_EVENTS)
-    out.append("export %s=<launcher pid>" % C.ENV_RESUMABLE_LAUNCHER_PID)
+        out.append("export %s=%s  # %s" % (e.name, _word(e.value), escape_controls(e.reason)))
+    comment(
+        "set at the start: %s=<runtime dir>/%s (workers report to the launcher)" % (C.ENV_RESUMABLE_EVENTS, SOCKET_NAME)
+    )
+    comment("set at the start: %s=<launcher pid>" % C.ENV_RESUMABLE_LAUNCHER_PID)
     for path in spec.private_dirs:
-        out.append("# created with mode 0750 before the start (TaskD's logger needs exactly that): %s" % path)
-    out.append("# %s" % spec.manager_reason)
+        comment("created with mode 0750 before the start (TaskD's logger needs exactly that): %s" % path)
+    comment(spec.manager_reason)
     if spec.manager is not None:
-        out.append("# TaskD Manager, supervised, log %s:" % spec.manager_log)
-        out.append(" ".join(q(a) for a in spec.manager) + " &")
-    out.append("# training (supervised; SIGTERM/SIGINT forwarded, killed after %.0f s):" % spec.grace_seconds)
-    out.append(" ".join(q(a) for a in spec.command))
-    out.append("# recovery timeline: %s" % spec.timeline_path)
+        comment("TaskD Manager, supervised, log %s:" % spec.manager_log)
+        out.append(" ".join(_word(a) for a in spec.manager) + " &")
+    comment("training (supervised; SIGTERM/SIGINT forwarded, killed after %.0f s):" % spec.grace_seconds)
+    out.append(" ".join(_word(a) for a in spec.command))
+    comment("recovery timeline: %s" % spec.timeline_path)
     for w in spec.warnings:
-        out.append("# warning: %s" % w)
+        comment("warning: %s" % w)
     for p in spec.problems:
-        out.append("# problem: %s" % p)
+        comment("problem: %s" % p)
     return "\n".join(out) + "\n"

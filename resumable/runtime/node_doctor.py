@@ -16,8 +16,9 @@ import pwd
 import stat
 from typing import Any, Dict, List, Optional, Set
 
+from ..errors import ResumableError
 from ..plan.model import NodePlan
-from .doctor import FAIL, OK, SHARED_FS, Check, filesystem_of, python_check
+from .doctor import FAIL, OK, SHARED_FS, Check, filesystem_of, key_values, python_check, read_text_lenient
 
 #: where the kernel keeps the reserved local ports (one list; SYSCTLD)
 RESERVED_PORTS = "/proc/sys/net/ipv4/ip_local_reserved_ports"
@@ -33,16 +34,9 @@ def _applies(entry: Dict[str, Any], roles: List[str]) -> bool:
 
 def _key_values(path: str) -> Optional[Dict[str, str]]:
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            text = handle.read(65536)
-    except OSError:
+        return key_values(path)
+    except ResumableError:
         return None
-    out = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            out[key.strip()] = value.strip()
-    return out
 
 
 def _owner(path: str) -> str:
@@ -108,10 +102,9 @@ def path_checks(entries: List[Dict[str, Any]], kind: str) -> List[Check]:
 def reserved_ports_check(ports: List[int], sysctl: str = RESERVED_PORTS) -> Check:
     wanted = ",".join(str(p) for p in ports)
     try:
-        with open(sysctl, encoding="ascii", errors="replace") as handle:
-            text = handle.read(65536).strip()
-    except OSError as exc:
-        return Check("reserved ports", FAIL, wanted, "unreadable (%s)" % exc.strerror, "")
+        text = read_text_lenient(sysctl, "sysctl", 65536).strip()
+    except ResumableError as exc:
+        return Check("reserved ports", FAIL, wanted, "unreadable (%s)" % exc.what, "")
     reserved: Set[int] = set()
     for part in text.replace(" ", "").split(","):
         low, _, high = part.partition("-")

@@ -21,12 +21,14 @@
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from .. import constants as C
+from .. import jsonio
+from ..errors import ResumableError
+from ..fileio import read_text
 from ..plan.model import JobPlan
 
 #: one export: name, value, reason
@@ -42,9 +44,9 @@ VCJOB_SOURCE = "MCD:samples/train/resumable-training/fault-tolerance/ranktable/p
 MSRUN_SOURCE = "ascend-operator pkg/controllers/v1/pod.go createPodSpec, utils.go checkNonWorkerRplMountChips"
 
 
-def ttp_address(job: JobPlan, env: Mapping[str, str]) -> Tuple[List[Export], List[str]]:
-    """TTP_ADDR or MS_TFT_IP/MS_TFT_PORT for this rank; a value the container already has (the
-    profile's env) is kept."""
+def ttp_address(job: JobPlan, env: Mapping[str, str], rank: Optional[int]) -> Tuple[List[Export], List[str]]:
+    """TTP_ADDR or MS_TFT_IP/MS_TFT_PORT for this rank (``rank``: RANK as podvars parsed it); a value
+    the container already has (the profile's env) is kept."""
     port = job.launcher.ttp_port
     exports: List[Export] = []
     problems: List[str] = []
@@ -53,8 +55,9 @@ def ttp_address(job: JobPlan, env: Mapping[str, str]) -> Tuple[List[Export], Lis
     if job.framework == "pytorch":
         if env.get(C.ENV_TTP_ADDR):
             return exports, problems
-        rank = env.get(C.ENV_RANK)
-        name = C.ENV_POD_IP if rank == "0" else C.ENV_MASTER_ADDR
+        if rank is None and env.get(C.ENV_RANK) is not None:
+            return exports, problems  # a malformed RANK: podvars names it
+        name = C.ENV_POD_IP if rank == 0 else C.ENV_MASTER_ADDR
         value = env.get(name)
         if rank is None or not value:
             problems.append(
@@ -62,7 +65,7 @@ def ttp_address(job: JobPlan, env: Mapping[str, str]) -> Tuple[List[Export], Lis
                 "rank-0 pod (RANK=0: $POD_IP, others: $MASTER_ADDR)" % (C.ENV_RANK if rank is None else name)
             )
             return exports, problems
-        why = "rank 0 hosts the MindIO controller" if rank == "0" else "the MindIO controller on the rank-0 pod"
+        why = "rank 0 hosts the MindIO controller" if rank == 0 else "the MindIO controller on the rank-0 pod"
         exports.append((C.ENV_TTP_ADDR, value, "%s: $%s (MCD Qwen3 train_start.sh; MindSpeed-LLM)" % (why, name)))
         return exports, problems
     if not env.get(C.ENV_MS_TFT_IP):
@@ -82,13 +85,14 @@ def ttp_address(job: JobPlan, env: Mapping[str, str]) -> Tuple[List[Export], Lis
     return exports, problems
 
 
-def msrun_topology(job: JobPlan, env: Mapping[str, str]) -> List[str]:
+def msrun_topology(job: JobPlan, env: Mapping[str, str], number: Optional[int]) -> List[str]:
     """msrun node ranks that cannot collide: the plan gives the Scheduler NPUs, so the Ascend Operator
     makes it node 0 and the Workers 1..n-1; MS_ROLE=MS_WORKER with MS_NODE_RANK=0 (the operator's
-    layout when the Scheduler has no NPUs) or NPU_POD=false means a job YAML this plan did not render."""
+    layout when the Scheduler has no NPUs) or NPU_POD=false means a job YAML this plan did not render.
+    ``number`` is MS_NODE_RANK as podvars parsed it (its form and range are checked there)."""
     if job.launcher.launcher != "msrun" or job.kind != C.ASCENDJOB_KIND:
         return []
-    role, rank, npu_pod = env.get(C.ENV_MS_ROLE), env.get(C.ENV_MS_NODE_RANK), env.get(C.ENV_NPU_POD)
+    role, npu_pod = env.get(C.ENV_MS_ROLE), env.get(C.ENV_NPU_POD)
     fix = (
         "Render the job again from this profile (`resumable render`): its Scheduler requests the Workers' NPUs, "
         "so the operator makes it node 0 and numbers the Workers from 1 (%s)" % MSRUN_SOURCE
@@ -98,21 +102,10 @@ def msrun_topology(job: JobPlan, env: Mapping[str, str]) -> List[str]:
             "NPU_POD=false: this pod (MS_ROLE=%s) has no NPUs, and msrun would start %s workers on it. %s"
             % (role, job.launcher.taskd_manager.proc_per_node, fix)
         ]
-    if rank is None:
-        return []
-    try:
-        number = int(rank)
-    except ValueError:
-        return ["MS_NODE_RANK=%s is not a number. %s" % (rank, fix)]
     if role == C.MS_ROLE_WORKER and number == 0:
         return [
             "MS_NODE_RANK=0 on a Worker pod: the Scheduler pod is msrun node 0 too, so two pods would be the same "
             "node. The Ascend Operator numbers Workers from 0 only when no non-Worker replica requests NPUs. %s" % fix
-        ]
-    if not 0 <= number < job.launcher.nodes:
-        return [
-            "MS_NODE_RANK=%d is outside 0..%d for a job of %d nodes. %s"
-            % (number, job.launcher.nodes - 1, job.launcher.nodes, fix)
         ]
     return []
 
@@ -120,14 +113,18 @@ def msrun_topology(job: JobPlan, env: Mapping[str, str]) -> List[str]:
 def read_ranktable(path: str) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
     """The RankTable as a dict, or why it cannot be used (regular file, capped size, JSON object)."""
     try:
-        if not os.path.isfile(path):
-            return None, "%s is not a file (the RankTable of the job's rings-config ConfigMap)" % path
-        if os.path.getsize(path) > RANKTABLE_MAX_BYTES:
-            return None, "%s is larger than %d bytes" % (path, RANKTABLE_MAX_BYTES)
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError) as exc:
-        return None, "cannot read the RankTable %s (%s)" % (path, exc)
+        text = read_text(
+            path,
+            what="RankTable",
+            limit=RANKTABLE_MAX_BYTES,
+            error=ResumableError,
+            fix="It is the RankTable of the job's rings-config ConfigMap",
+        )
+        data = jsonio.loads(text)
+    except ResumableError as exc:
+        return None, str(exc)
+    except ValueError as exc:
+        return None, "the RankTable %s is not JSON (%s)" % (path, exc)
     if not isinstance(data, dict):
         return None, "%s is not a JSON object" % path
     return data, None
@@ -237,23 +234,34 @@ def volcano_rendezvous(job: JobPlan, env: Mapping[str, str]) -> Tuple[List[Expor
     return exports, []
 
 
-def private_dir(path: str, mode: int = C.TASKD_LOG_DIR_MODE) -> Optional[str]:
-    """Create ``path`` with exactly ``mode`` (TaskD's logger raises at import unless its directory has
-    mode 0750 and is no symlink: MC:component/taskd/taskd/python/utils/log/logger.py build_log_path,
-    utils/validator/validators.py check_directory_permissions). An existing directory is left as it
-    is; a wrong mode on it is reported, not changed. Returns the problem, or None."""
+def private_dir_problem(path: str, mode: int = C.TASKD_LOG_DIR_MODE) -> Optional[str]:
+    """Why :func:`private_dir` would fail on ``path``, found without writing (the dry run's check)."""
     try:
         if os.path.islink(path):
             return "%s is a symlink, which TaskD's logger refuses" % path
         if not os.path.exists(path):
-            os.makedirs(path, exist_ok=True)
-            os.chmod(path, mode)  # makedirs' mode is cut by the umask
             return None
         if not os.path.isdir(path):
             return "%s is not a directory" % path
         actual = os.stat(path).st_mode & 0o777
     except OSError as exc:
-        return "cannot create %s (%s)" % (path, exc)
+        return "cannot examine %s (%s)" % (path, exc.strerror or exc)
     if actual != mode:
         return "%s has mode %04o, TaskD's logger needs exactly %04o: chmod %o %s" % (path, actual, mode, mode, path)
+    return None
+
+
+def private_dir(path: str, mode: int = C.TASKD_LOG_DIR_MODE) -> Optional[str]:
+    """Create ``path`` with exactly ``mode`` (TaskD's logger raises at import unless its directory has
+    mode 0750 and is no symlink: MC:component/taskd/taskd/python/utils/log/logger.py build_log_path,
+    utils/validator/validators.py check_directory_permissions). An existing directory is left as it
+    is; a wrong mode on it is reported, not changed. Returns the problem, or None."""
+    problem = private_dir_problem(path, mode)
+    if problem is not None or os.path.exists(path):
+        return problem
+    try:
+        os.makedirs(path, exist_ok=True)
+        os.chmod(path, mode)  # makedirs' mode is cut by the umask
+    except OSError as exc:
+        return "cannot create %s (%s)" % (path, exc)
     return None

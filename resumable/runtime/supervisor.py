@@ -34,9 +34,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import dataclasses
-import json
 import os
 import select
 import shutil
@@ -50,11 +50,13 @@ from types import FrameType
 from typing import IO, Any, Dict, List, Optional, Set, Tuple
 
 from .. import constants as C
-from ..errors import ResumableError
-from .launch import LaunchSpec, _host
+from .. import jsonio
+from ..errors import ResumableError, escape_controls
+from ..fileio import make_dirs, open_append, os_errors, remove_dirs
+from .launch import RUNTIME_PREFIX, SOCKET_NAME, LaunchSpec, _host
 from .podenv import private_dir
 from .proctable import ProcStat, descendants, proc_stat, send
-from .timeline import TimelineWriter
+from .timeline import INT_LIMIT, TIME_LIMIT, TimelineWriter
 
 #: seconds between looks at the children, the workers and the event socket
 POLL_SECONDS = 0.02
@@ -104,10 +106,17 @@ class Worker:
     hung: bool = False
 
 
+def _count(value: Any) -> Optional[int]:
+    """``value`` when it is an integer from 0 to the timeline's limit, else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= INT_LIMIT:
+        return value
+    return None
+
+
 def _say(text: str) -> None:
     """One line on stderr; never raises (a closed or full stderr must not stop the supervisor)."""
     try:
-        sys.stderr.write("resumable launch: %s\n" % text)
+        sys.stderr.write("resumable launch: %s\n" % escape_controls(text))
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
@@ -176,7 +185,7 @@ class Supervisor:
             except OSError:
                 return
             try:
-                message = json.loads(data.decode("utf-8"))
+                message = jsonio.loads(data.decode("utf-8"))
             except ValueError:
                 continue
             if not isinstance(message, dict):
@@ -190,14 +199,16 @@ class Supervisor:
                     w.last_beat = time.monotonic()
 
     def _worker_started(self, m: Dict[str, Any]) -> None:
-        try:
-            pid = int(m["pid"])
-            when = float(m.get("time") or time.time())
-        except (KeyError, TypeError, ValueError):
+        # a report is a datagram: only the fields of the types the timeline holds are taken
+        pid = _count(m.get("pid"))
+        if pid is None or pid == 0:
             return
-        rc = m.get("restart_count")
-        rc = rc if isinstance(rc, int) else None
-        rank = m.get("rank")
+        when = m.get("time")
+        if not isinstance(when, (int, float)) or isinstance(when, bool) or not 0 < when <= TIME_LIMIT:
+            when = time.time()
+        rc = _count(m.get("restart_count"))
+        rank = _count(m.get("rank"))
+        local_rank = _count(m.get("local_rank"))
         st = proc_stat(pid)
         group = (rc is not None and self.attempt is not None and rc > self.attempt) or (
             rc is None and self.fault_time is not None
@@ -251,16 +262,14 @@ class Supervisor:
             self.fault_time = None
             self.fault_ranks = set()
             self.vanished = None
-        self.workers[pid] = Worker(
-            pid, rank, m.get("local_rank"), rc, st.starttime if st else None, generation=self.generation
-        )
+        self.workers[pid] = Worker(pid, rank, local_rank, rc, st.starttime if st else None, generation=self.generation)
         self._log(
             "worker-start",
             rank=rank,
             restart_count=rc,
             when=when,
             pid=pid,
-            local_rank=m.get("local_rank"),
+            local_rank=local_rank,
             generation=self.generation,
         )
 
@@ -471,27 +480,51 @@ class Supervisor:
         return shell_code(agent)
 
     # --- main ----------------------------------------------------------------------------------------
+    def _prepare(self) -> Tuple[str, List[str]]:
+        """Before anything starts: the runtime directory with the event socket, the log directory, TaskD's
+        log directory and the timeline. On a failure nothing of it is left: the directories made
+        here are removed again, the timeline too when this call created it (build_spec has checked
+        what can be checked without writing, so this is a full disk, a permission or a race)."""
+        spec = self.spec
+        tmpdir = "Set TMPDIR to a short local directory this user can write."
+        with os_errors("cannot make the launcher's runtime directory", spec.runtime_parent, tmpdir):
+            runtime = tempfile.mkdtemp(prefix=RUNTIME_PREFIX, dir=spec.runtime_parent)
+        created: List[str] = []
+        new_timeline = not os.path.lexists(spec.timeline_path)
+        try:
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            address = os.path.join(runtime, SOCKET_NAME)
+            with os_errors("cannot bind the launcher's event socket", address, tmpdir):
+                self.sock.bind(address)
+            self.sock.setblocking(False)
+            logs = "Mount shared storage there or pass --log-dir."
+            with os_errors("cannot write the job log directory", spec.log_dir, logs):
+                created = make_dirs(spec.log_dir)
+                for problem in filter(None, map(private_dir, spec.private_dirs)):
+                    raise ResumableError(problem, spec.log_dir, "Fix the directory TaskD logs to (TASKD_LOG_PATH).")
+                self.timeline = TimelineWriter(spec.timeline_path)
+        except BaseException:
+            if self.sock is not None:
+                self.sock.close()
+                self.sock = None
+            shutil.rmtree(runtime, ignore_errors=True)
+            if new_timeline and os.path.isfile(spec.timeline_path) and not os.path.getsize(spec.timeline_path):
+                os.unlink(spec.timeline_path)
+            for path in spec.private_dirs:
+                if any(path == d or path.startswith(d + os.sep) for d in created):
+                    with contextlib.suppress(OSError):
+                        os.rmdir(path)
+            remove_dirs(created)
+            raise
+        return runtime, created
+
     def run(self) -> int:
         spec = self.spec
-        try:
-            os.makedirs(spec.log_dir, exist_ok=True)
-            for problem in filter(None, map(private_dir, spec.private_dirs)):
-                raise ResumableError(problem, spec.log_dir, "Fix the directory TaskD logs to (TASKD_LOG_PATH).")
-            self.timeline = TimelineWriter(spec.timeline_path)
-        except OSError as exc:
-            raise ResumableError(
-                "cannot write the job log directory (%s)" % exc,
-                spec.log_dir,
-                "Mount shared storage there or pass --log-dir.",
-            ) from None
-        runtime = tempfile.mkdtemp(prefix="resumable-launch-")
+        runtime, _ = self._prepare()
         handlers = {}
         clean = False
         try:
-            address = os.path.join(runtime, "events.sock")
-            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-            self.sock.bind(address)
-            self.sock.setblocking(False)
+            address = os.path.join(runtime, SOCKET_NAME)
             env = dict(spec.env)
             env[C.ENV_RESUMABLE_EVENTS] = address
             env[C.ENV_RESUMABLE_LAUNCHER_PID] = str(self.pid)
@@ -513,7 +546,10 @@ class Supervisor:
             for text in spec.warnings:
                 _say("warning: " + text)
             if spec.manager is not None:
-                with open(spec.manager_log, "ab") as log:
+                fix = "Remove what is there; the launch appends to a regular file."
+                with os_errors("cannot write the TaskD Manager's log", spec.manager_log, fix):
+                    log = open(open_append(spec.manager_log), "ab")  # noqa: SIM115
+                with log:
                     self.manager = self._spawn(spec.manager, env, log)
                 self._log("manager-start", pid=self.manager.pid, log=spec.manager_log)
             try:

@@ -32,22 +32,38 @@ exit            the launcher's exit code and the agent's
 the next launch on the same pod) and prints the measured duration next to the plan's budget for
 that level: the detection and restart terms (what the launcher can see) and the whole recovery.
 No MindCluster component reports measured recovery against a budget; this does it per pod.
+
+Reading is strict about what it uses and keeps the rest: every line is parsed into an
+:class:`Event` (``time`` a finite number of Unix seconds, ``event`` a string, ``rank``,
+``exit_code`` and ``restart_count`` integers or null), and the kinds the summary reads have their
+own class with their fields checked (:class:`LaunchEvent`: the ladder and the budget lines;
+:class:`RestartEvent`: its ``kind``); a new kind that needs fields of its own gets a class and an
+entry in ``_KINDS``. Every other field stays in ``details`` as written. A line that breaks this is a
+user error naming the line and the field (exit 2); only a torn last line is skipped.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
 import time
-from typing import IO, Any, Dict, List, Optional
+from typing import IO, Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from ..errors import ResumableError
+from .. import jsonio
+from ..errors import ResumableError, escape_controls, shown
+from ..fileio import open_append, read_bytes
 
 #: a timeline larger than this is not read (one event is ~200 bytes)
 MAX_TIMELINE_BYTES = 64 << 20
 #: budget terms that cover "fault until the processes run again" (plan/budget.py)
 RESTART_TERMS = ("detect", "T1 reschedule")
+#: the end of year 9999 in Unix seconds: an event time is between 0 and this (so that any difference
+#: of two times, and the sum of a budget's terms, is a finite number)
+TIME_LIMIT = 253402300800.0
+#: a budget line's seconds are at most this (about 30 years)
+SECONDS_LIMIT = 1e9
+#: ranks, exit codes and restart counts are C ints
+INT_LIMIT = 2**31 - 1
+FIX = "Name a timeline-<host>.jsonl that resumable launch wrote (in the job log directory)"
 
 
 class TimelineWriter:
@@ -62,7 +78,7 @@ class TimelineWriter:
         self.path = path
         self.failures = 0
         self.last_error: Optional[str] = None
-        self._handle: Optional[IO[str]] = open(path, "a", encoding="utf-8")  # noqa: SIM115
+        self._handle: Optional[IO[str]] = open(open_append(path), "a", encoding="utf-8")  # noqa: SIM115
 
     def write(
         self,
@@ -83,7 +99,7 @@ class TimelineWriter:
         record.update(details)
         if self._handle is not None:
             try:
-                self._handle.write(json.dumps(record, sort_keys=False, default=str) + "\n")
+                self._handle.write(jsonio.dumps(record, indent=None, default=str) + "\n")
                 self._handle.flush()
             except (OSError, ValueError, TypeError) as exc:
                 self.failures += 1
@@ -100,34 +116,201 @@ class TimelineWriter:
                 self.last_error = str(exc)
 
 
-def read_events(path: str) -> List[Dict[str, Any]]:
-    """The events of a timeline file; a torn last line (the launcher was killed mid-write) is skipped."""
-    try:
-        if not os.path.isfile(path):
-            raise ResumableError("is not a timeline file", path, "Name a timeline-<host>.jsonl of the job log dir.")
-        if os.path.getsize(path) > MAX_TIMELINE_BYTES:
-            raise ResumableError("is larger than %d bytes" % MAX_TIMELINE_BYTES, path, "Split or trim it.")
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            lines = handle.read().splitlines()
-    except FileNotFoundError:
-        raise ResumableError(
-            "does not exist", path, "Check the path (the job log dir has timeline-<host>.jsonl)."
-        ) from None
-    except OSError as exc:
-        raise ResumableError("cannot be read (%s)" % exc, path, "Check its permissions.") from None
-    events: List[Dict[str, Any]] = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
+@dataclasses.dataclass(frozen=True)
+class Event:
+    """One line of the timeline: the fields every event has, and the others as written."""
+
+    time: float
+    kind: str
+    rank: Optional[int]
+    exit_code: Optional[int]
+    restart_count: Optional[int]
+    details: Dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class BudgetLine:
+    """One level of the plan's recovery budget, as the launch header carries it."""
+
+    level: str
+    total_seconds: float
+    terms: Dict[str, float]
+
+    @property
+    def restart_seconds(self) -> float:
+        """The terms that cover the fault until the processes run again."""
+        return round(sum(self.terms.get(t, 0.0) for t in RESTART_TERMS), 3)
+
+
+@dataclasses.dataclass(frozen=True)
+class LaunchEvent(Event):
+    """``launch``: the header of one launch, with the plan's ladder and budget."""
+
+    job: Optional[str]
+    host: Optional[str]
+    levels: Tuple[str, ...]
+    budget: Tuple[BudgetLine, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class RestartEvent(Event):
+    """``restart``: the first process of the next generation; ``restart_kind`` is ``group``,
+    ``in-place`` or None (a timeline from before restart kinds)."""
+
+    restart_kind: Optional[str]
+
+
+class _Fields:
+    """The fields of one line, each read as the type it must have; a wrong one raises a
+    :class:`ResumableError` naming the line and the field."""
+
+    def __init__(self, item: Mapping[str, Any], line: int, source: str) -> None:
+        self.item = item
+        self.line = line
+        self.source = source
+
+    def wrong(self, field: str, value: Any, wanted: str) -> ResumableError:
+        return ResumableError(
+            "line %d: %s is %s, not %s" % (self.line, field, shown(value), wanted),
+            self.source,
+            FIX,
+        )
+
+    def integer(self, field: str, low: int = -INT_LIMIT, high: int = INT_LIMIT) -> Optional[int]:
+        value = self.item.get(field)
+        if value is None:
+            return None
+        if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+            raise self.wrong(field, value, "null or an integer from %d to %d" % (low, high))
+        return value
+
+    def number(self, field: str, value: Any, high: float) -> float:
+        wanted = "a number from 0 to %g" % high
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise self.wrong(field, value, wanted)
+        if not 0 <= value <= high:  # compared before float(): a 400-digit integer overflows a float
+            raise self.wrong(field, value, wanted + " (it is outside that range)")
+        return float(value)
+
+    def text(self, field: str, value: Any, required: bool = False) -> Optional[str]:
+        if value is None and not required:
+            return None
+        if not isinstance(value, str) or (required and not value):
+            raise self.wrong(field, value, "a string" if not required else "a non-empty string")
+        return value
+
+    def texts(self, field: str) -> Tuple[str, ...]:
+        value = self.item.get(field)
+        if value is None:
+            return ()
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.wrong(field, value, "a list of strings")
+        return tuple(value)
+
+    def mapping(self, field: str, value: Any) -> Mapping[str, Any]:
+        if not isinstance(value, dict):
+            raise self.wrong(field, value, "an object")
+        return value
+
+    def budget(self) -> Tuple[BudgetLine, ...]:
+        value = self.item.get("budget")
+        if value is None:
+            return ()
+        if not isinstance(value, list):
+            raise self.wrong("budget", value, "a list of budget lines")
+        lines = []
+        for i, raw in enumerate(value):
+            at = "budget[%d]" % i
+            line = self.mapping(at, raw)
+            terms = self.mapping(at + ".terms", line.get("terms", {}))
+            lines.append(
+                BudgetLine(
+                    level=self.text(at + ".level", line.get("level"), required=True) or "",
+                    total_seconds=self.number(at + ".total_seconds", line.get("total_seconds", 0), SECONDS_LIMIT),
+                    terms={
+                        name: self.number("%s.terms.%s" % (at, name), seconds, SECONDS_LIMIT)
+                        for name, seconds in terms.items()
+                    },
+                )
+            )
+        return tuple(lines)
+
+
+_COMMON = ("time", "event", "rank", "exit_code", "restart_count")
+
+
+def _launch(f: _Fields, base: Dict[str, Any]) -> Event:
+    return LaunchEvent(
+        **base,
+        job=f.text("job", f.item.get("job")),
+        host=f.text("host", f.item.get("host")),
+        levels=f.texts("levels"),
+        budget=f.budget(),
+    )
+
+
+def _restart(f: _Fields, base: Dict[str, Any]) -> Event:
+    return RestartEvent(**base, restart_kind=f.text("kind", f.item.get("kind")))
+
+
+#: the kinds with fields of their own, and how to read them
+_KINDS: Dict[str, Callable[[_Fields, Dict[str, Any]], Event]] = {"launch": _launch, "restart": _restart}
+
+
+def parse_event(item: Any, number: int = 1, source: str = "<timeline>") -> Event:
+    """The event of one JSON value (line ``number`` of ``source``, for messages)."""
+    if not isinstance(item, dict) or "event" not in item or "time" not in item:
+        raise ResumableError("line %d is not a timeline event" % number, source, "Is this a resumable timeline?")
+    f = _Fields(item, number, source)
+    base: Dict[str, Any] = {
+        "time": f.number("time", item["time"], TIME_LIMIT),
+        "kind": f.text("event", item["event"], required=True),
+        "rank": f.integer("rank"),
+        "exit_code": f.integer("exit_code"),
+        "restart_count": f.integer("restart_count", low=0),
+        "details": {k: v for k, v in item.items() if k not in _COMMON},
+    }
+    make = _KINDS.get(base["kind"])
+    return make(f, base) if make is not None else Event(**base)
+
+
+def parse_events(items: Iterable[Any], source: str = "<timeline>") -> List[Event]:
+    """The events of JSON values (numbered from line 1)."""
+    return [parse_event(item, number, source) for number, item in enumerate(items, 1)]
+
+
+def read_events(path: str) -> List[Event]:
+    """The events of a timeline file (a regular file of at most :data:`MAX_TIMELINE_BYTES`); a torn
+    last line (the launcher was killed mid-write) is skipped."""
+    data = read_bytes(path, what="timeline", limit=MAX_TIMELINE_BYTES, error=ResumableError, fix=FIX)
+    lines = data.split(b"\n")
+    while lines and not lines[-1].strip():
+        lines.pop()
+    events: List[Event] = []
+    for number, raw in enumerate(lines, 1):
+        if not raw.strip():
             continue
+        last = number == len(lines)
         try:
-            item = json.loads(line)
-        except ValueError:
-            if number == len(lines):
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if last:
                 continue
-            raise ResumableError("line %d is not JSON" % number, path, "Is this a resumable timeline?") from None
-        if not isinstance(item, dict) or "event" not in item or "time" not in item:
-            raise ResumableError("line %d is not a timeline event" % number, path, "Is this a resumable timeline?")
-        events.append(item)
+            raise ResumableError(
+                "line %d is not UTF-8 text (byte 0x%02x at offset %d of the line)"
+                % (number, raw[exc.start], exc.start),
+                path,
+                FIX,
+            ) from None
+        try:
+            item = jsonio.loads(text)
+        except ValueError as exc:
+            if last:
+                continue
+            raise ResumableError(
+                "line %d is not JSON (%s)" % (number, exc), path, "Is this a resumable timeline?"
+            ) from None
+        events.append(parse_event(item, number, path))
     if not events:
         raise ResumableError("has no events", path, "The launcher writes them; was the job started?")
     return events
@@ -167,54 +350,42 @@ def _level(levels: List[str], how: str) -> Optional[str]:
     return levels[0] if levels else None
 
 
-def recoveries(events: List[Dict[str, Any]]) -> List[Recovery]:
+def recoveries(events: Sequence[Event]) -> List[Recovery]:
     out: List[Recovery] = []
-    header: Dict[str, Any] = {}
+    header: Optional[LaunchEvent] = None
     pending: Optional[Recovery] = None
     session = 0
     fault_session = 0
     for e in events:
-        kind = e.get("event")
-        if kind == "launch":
+        if isinstance(e, LaunchEvent):
             header = e
             session += 1
-        elif kind in ("worker-fault", "worker-hang"):
+        elif e.kind in ("worker-fault", "worker-hang"):
             if pending is not None and pending.restart_time is None:
                 out.append(pending)
             pending = Recovery(
-                float(e["time"]),
-                e.get("rank"),
-                e.get("exit_code"),
-                e.get("restart_count"),
-                "",
-                None,
-                None,
-                None,
-                None,
-                hang=kind == "worker-hang",
+                e.time, e.rank, e.exit_code, e.restart_count, "", None, None, None, None, hang=e.kind == "worker-hang"
             )
             fault_session = session
-        elif kind == "restart" and pending is not None and pending.restart_time is None and e.get("kind"):
-            pending.how = "in place" if e.get("kind") == "in-place" else "group"
-            pending.restart_time = float(e["time"])
-        elif kind == "worker-start" and pending is not None and pending.restart_time is None:
+        elif isinstance(e, RestartEvent) and pending is not None and pending.restart_time is None and e.restart_kind:
+            pending.how = "in place" if e.restart_kind == "in-place" else "group"
+            pending.restart_time = e.time
+        elif e.kind == "worker-start" and pending is not None and pending.restart_time is None:
             if session != fault_session:
                 pending.how = "relaunch"
-            elif (e.get("restart_count") or 0) > (pending.restart_count or 0) or e.get("restart_count") is None:
+            elif (e.restart_count or 0) > (pending.restart_count or 0) or e.restart_count is None:
                 pending.how = "group"  # a timeline from before restart kinds: the restart count went up
             else:
                 continue
-            pending.restart_time = float(e["time"])
+            pending.restart_time = e.time
         else:
             continue
         if pending is not None and pending.restart_time is not None and pending.level is None:
-            levels = list(header.get("levels") or [])
-            pending.level = _level(levels, pending.how)
-            for line in header.get("budget") or []:
-                if line.get("level") == pending.level:
-                    terms = line.get("terms") or {}
-                    pending.budget_restart = round(sum(float(terms.get(t, 0.0)) for t in RESTART_TERMS), 3)
-                    pending.budget_total = float(line.get("total_seconds", 0.0))
+            pending.level = _level(list(header.levels) if header else [], pending.how)
+            for line in header.budget if header else ():
+                if line.level == pending.level:
+                    pending.budget_restart = line.restart_seconds
+                    pending.budget_total = line.total_seconds
             out.append(pending)
             pending = None
     if pending is not None:
@@ -226,18 +397,23 @@ def _fmt(value: Optional[float], unit: str = " s") -> str:
     return "-" if value is None else "%.2f%s" % (value, unit)
 
 
-def render(path: str, events: List[Dict[str, Any]], show_events: bool = False) -> str:
-    launches = [e for e in events if e.get("event") == "launch"]
-    first = launches[0] if launches else events[0]
-    start = float(events[0]["time"])
+def _cell(value: Optional[object]) -> str:
+    """A value for the text table: ``-`` for none, control characters escaped."""
+    return "-" if value is None else escape_controls(str(value))
+
+
+def render(path: str, events: Sequence[Event], show_events: bool = False) -> str:
+    launches = [e for e in events if isinstance(e, LaunchEvent)]
+    first = launches[0] if launches else None
+    start = events[0].time
     items = recoveries(events)
     restarts = sum(1 for r in items if r.restart_time is not None)
     out = [
         "timeline %s: job %s on %s, %d launch%s, %d fault%s, %d restart%s"
         % (
-            path,
-            first.get("job", "?"),
-            first.get("host", "?"),
+            escape_controls(path),
+            _cell(first.job if first and first.job is not None else "?"),
+            _cell(first.host if first and first.host is not None else "?"),
             len(launches),
             "" if len(launches) == 1 else "es",
             len(items),
@@ -252,11 +428,11 @@ def render(path: str, events: List[Dict[str, Any]], show_events: bool = False) -
             out.append(
                 "  %-10s %-14s %-5s %-5s %s"
                 % (
-                    "+%.2fs" % (float(e["time"]) - start),
-                    e.get("event"),
-                    "-" if e.get("rank") is None else e.get("rank"),
-                    "-" if e.get("exit_code") is None else e.get("exit_code"),
-                    "-" if e.get("restart_count") is None else e.get("restart_count"),
+                    "%+.2fs" % (e.time - start),
+                    _cell(e.kind),
+                    _cell(e.rank),
+                    _cell(e.exit_code),
+                    _cell(e.restart_count),
                 )
             )
     if not items:
@@ -274,13 +450,13 @@ def render(path: str, events: List[Dict[str, Any]], show_events: bool = False) -
         out.append(
             "  %-10s %-5s %-5s %-9s %-10s %-20s %-18s %s"
             % (
-                "+%.2fs" % (r.fault_time - start),
-                "-" if r.rank is None else r.rank,
-                "hang" if r.hang else "-" if r.exit_code is None else r.exit_code,
+                "%+.2fs" % (r.fault_time - start),
+                _cell(r.rank),
+                "hang" if r.hang else _cell(r.exit_code),
                 r.how or "none",
                 _fmt(r.seconds),
                 _fmt(r.budget_restart) + verdict,
-                r.level or "-",
+                _cell(r.level),
                 _fmt(r.budget_total),
             )
         )
@@ -291,11 +467,11 @@ def render(path: str, events: List[Dict[str, Any]], show_events: bool = False) -
     return "\n".join(out) + "\n"
 
 
-def to_json(path: str, events: List[Dict[str, Any]]) -> Dict[str, Any]:
+def to_json(path: str, events: Sequence[Event]) -> Dict[str, Any]:
     items = recoveries(events)
     return {
         "timeline": path,
         "events": len(events),
-        "launches": sum(1 for e in events if e.get("event") == "launch"),
+        "launches": sum(1 for e in events if isinstance(e, LaunchEvent)),
         "recoveries": [dict(dataclasses.asdict(r), seconds=r.seconds) for r in items],
     }

@@ -35,12 +35,15 @@ import time
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from .. import constants as C
+from .. import fileio
 from ..errors import ResumableError
 from . import installed
 from .proctable import descendants, send
 
 #: what ``python -m torch.distributed.run`` and torchrun import
 RUN_MODULE = "torch.distributed.run"
+#: torch's run.py is about 40 KB (torch 2.13); a file this large is not it
+RUN_PY_MAX_BYTES = 4 << 20
 
 #: Run in a fresh interpreter after the edit: does the (possibly replaced) ``launch_agent`` accept
 #: every keyword torch's own ``elastic_launch.__call__`` passes it? TaskD 7.3.0 and 26.1.0 replace it
@@ -158,16 +161,16 @@ def unpatched_text(text: str, line: str) -> Tuple[str, int]:
     return "".join(kept), len(rows) - len(kept)
 
 
-def _read(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        raise ResumableError(
-            "does not exist", path, "Install torch in this Python (the base image must carry it)."
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ResumableError("cannot be read (%s)" % exc, path, "Check the file.") from None
+def read_run_py(path: str) -> str:
+    """The text of torch's run.py (the bounded reader: a regular file of at most
+    :data:`RUN_PY_MAX_BYTES`, UTF-8); line endings kept as they are."""
+    return fileio.read_text(
+        path,
+        what="torch launcher module (torch/distributed/run.py)",
+        limit=RUN_PY_MAX_BYTES,
+        error=ResumableError,
+        fix="Reinstall torch in this Python (the base image must carry it)",
+    )
 
 
 def _write(path: str, text: str) -> None:
@@ -323,7 +326,7 @@ def patch(line: str, anchor: str, path: Optional[str] = None) -> PatchResult:
             sys.executable,
             "Install the %s wheel first (the image recipe installs it from jobs[].image.wheels)." % top,
         )
-    original = _read(run_py)
+    original = read_run_py(run_py)
     others = [known for known in C.RUNPY_IMPORTS_KNOWN if known != line]
     try:
         text, done = patched_text(original, line, anchor, others)
@@ -365,7 +368,7 @@ def patch(line: str, anchor: str, path: Optional[str] = None) -> PatchResult:
 def undo(line: str, path: Optional[str] = None) -> PatchResult:
     """Remove ``line`` from run.py (every copy), giving back torch's own file."""
     run_py = path or locate_run_py()
-    original = _read(run_py)
+    original = read_run_py(run_py)
     text, removed = unpatched_text(original, line)
     if not removed:
         return PatchResult(run_py, False, "%s has no `%s`; nothing to undo" % (run_py, line))

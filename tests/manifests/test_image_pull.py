@@ -10,13 +10,11 @@ from typing import Any, Dict, List
 
 import pytest
 import yaml
-from conftest import EXAMPLES
+from conftest import EXAMPLES, example_profile
 
 from resumable.api import load_plan
 from resumable.cli import main
 from resumable.manifests import build_deployment
-
-from .pulumi_mocks import example_profile
 
 EXAMPLE = "pytorch-process-recovery"
 JOB = "llama-pretrain"

@@ -8,6 +8,8 @@ import contextlib
 import importlib.util
 import json
 import os
+import resource
+import shlex
 import shutil
 import socket
 import subprocess
@@ -70,16 +72,44 @@ def clean_env(**extra: str) -> Dict[str, str]:
 
 
 def cli(
-    args: Sequence[str], env: Optional[Mapping[str, str]] = None, timeout: float = 120
+    args: Sequence[str], env: Optional[Mapping[str, str]] = None, timeout: float = 120, memory: Optional[int] = None
 ) -> subprocess.CompletedProcess[str]:
-    """``resumable ARGS`` with this interpreter, in a child process."""
+    """``resumable ARGS`` with this interpreter, in a child process; with ``memory``, at most that many
+    bytes of address space (an endless read, a link to /dev/zero read whole, fails fast instead of
+    filling the machine's memory)."""
+
+    def limit() -> None:
+        if memory is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
     return subprocess.run(
         [sys.executable, "-m", "resumable", *args],
         env=dict(env) if env is not None else clean_env(),
         capture_output=True,
         text=True,
         timeout=timeout,
+        preexec_fn=limit if memory is not None else None,
     )
+
+
+#: the address space a CLI run in a test may take where a file could be endless
+GIB = 1 << 30
+
+
+def assert_dry_run_script(out: str, what: str = "") -> None:
+    """Every line a dry run prints is a comment, an export of one quoted word, or one of its two
+    commands (the TaskD Manager under this Python, the launcher): a newline in a value never starts a
+    line of its own (issue 25)."""
+    for line in out.splitlines():
+        if line.startswith("#"):
+            continue
+        words = shlex.split(line, comments=True)
+        assert words, what
+        if words[0] == "export":
+            assert len(words) == 2 and "=" in words[1], "an export of more than one word: %r\n%s" % (line, what)
+            continue
+        launchers = ("torchrun", "torch_npu_run", "msrun")
+        assert words[0] == sys.executable or Path(words[0]).name in launchers, "not a command: %r\n%s" % (line, what)
 
 
 def start_launch(

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
-from typing import Dict
+from typing import Any, Dict, List
 
 import pytest
 from conftest import EXAMPLES, ROOT
@@ -248,3 +249,171 @@ def test_dockerfile_installs_vendor_wheels_only_from_files() -> None:
     job = job_plan(load_plan(str(EXAMPLES / "pytorch-process-recovery.yaml")))
     assert set(re.findall(r"^ARG (\w+)", text, re.M)) == set(ctxmod.build_args(job)) | {"PYTHON"}
     assert (ROOT / "resumable" / "runtime" / "Dockerfile").resolve() == DOCKERFILE.resolve()
+
+
+# --- hostile output places and markers (issue 25) -----------------------------------------------------
+
+
+def tree(root: Path) -> Dict[str, bytes]:
+    """Every file under ``root`` with its bytes, and every directory (value b"<dir>")."""
+    out: Dict[str, bytes] = {}
+    for p in sorted(root.rglob("*")):
+        key = str(p.relative_to(root))
+        out[key] = b"<link>" if p.is_symlink() else b"<dir>" if p.is_dir() else p.read_bytes()
+    return out
+
+
+def one_paragraph(proc: subprocess.CompletedProcess[str], *fragments: str) -> None:
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "internal error" not in proc.stderr, proc.stderr
+    for fragment in fragments:
+        assert fragment in proc.stderr, (fragment, proc.stderr)
+
+
+def in_dir(cwd: Path, argv: List[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "resumable", *argv], cwd=str(cwd), capture_output=True, text=True, timeout=120
+    )
+
+
+def _dangling(tmp: Path) -> str:
+    (tmp / "dangling").symlink_to(tmp / "gone")
+    return "dangling"
+
+
+def _notes(tmp: Path, out: str) -> str:
+    (tmp / "notes").write_text("mine")
+    return out
+
+
+@pytest.mark.parametrize(
+    "make, fragments",
+    [
+        (lambda tmp: "", ["--out ''", "empty"]),
+        (_dangling, ["dangling", "symbolic link"]),
+        (lambda tmp: "/proc/resumable-test/ctx", ["/proc/resumable-test/ctx", "cannot be created"]),
+        (lambda tmp: _notes(tmp, "notes/ctx"), ["notes", "Not a directory"]),
+        (lambda tmp: _notes(tmp, "notes"), ["notes", "not a directory"]),
+        (lambda tmp: "ctx\nrm -rf ~", ["--out 'ctx\\nrm -rf ~'", "control character"]),
+    ],
+    ids=["empty", "dangling-symlink", "under-proc", "under-a-file", "a-file", "newline"],
+)
+def test_an_out_it_cannot_write_is_a_user_error(
+    tmp_path: Path, wheels: Dict[str, Path], make: Any, fragments: List[str]
+) -> None:
+    """(was: exit 3 for the dangling link and /proc; ``--out ''`` wrote into the current directory)"""
+    profile = image_profile(tmp_path / "p", wheels)
+    work = tmp_path / "work"
+    work.mkdir()
+    out = make(work)
+    before = tree(tmp_path)
+    one_paragraph(in_dir(work, ["image", "context", str(profile), "--out", out]), *fragments)
+    assert tree(tmp_path) == before
+
+
+def test_a_read_only_out_is_a_user_error(tmp_path: Path, wheels: Dict[str, Path]) -> None:
+    """A read-only file system (root writes regardless of mode bits, so a read-only tmpfs is mounted)."""
+    profile = image_profile(tmp_path / "p", wheels)
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(ro)], capture_output=True).returncode:
+        pytest.skip("cannot mount a read-only tmpfs here")
+    try:
+        proc = cli(["image", "context", str(profile), "--out", str(ro / "ctx")])
+        one_paragraph(proc, str(ro / "ctx"), "Read-only file system")
+        proc = cli(["image", "context", str(profile), "--out", str(ro)])
+        one_paragraph(proc, str(ro), "Read-only file system")
+    finally:
+        subprocess.run(["umount", "-l", str(ro)], capture_output=True)
+
+
+def test_a_refused_run_leaves_no_directory_behind(tmp_path: Path, wheels: Dict[str, Path]) -> None:
+    """A wheel the plan installs is missing: exit 2, and neither the output directory nor the parents
+    it would have created exist afterwards (was: an empty directory stayed)."""
+    profile = image_profile(tmp_path / "p", {"taskd": wheels["taskd"]})
+    proc = cli(["image", "context", str(profile), "--out", str(tmp_path / "deep" / "er" / "ctx")])
+    one_paragraph(proc, "never installed from a package index by name")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p"]
+
+
+def _marked(tmp_path: Path, wheels: Dict[str, Path], files: Any) -> Path:
+    """A context directory written by a run, whose marker then names ``files``."""
+    plan = load_plan(str(image_profile(tmp_path / "p", wheels)))
+    out = tmp_path / "ctx"
+    prepare_context(plan, None, str(out))
+    marker = json.loads((out / ctxmod.MANIFEST).read_text())
+    marker["files"] = files(marker["files"])
+    (out / ctxmod.MANIFEST).write_text(json.dumps(marker))
+    return out
+
+
+def _add(files: Any, name: str) -> Any:
+    return [*files, name] if isinstance(files, list) else dict(files, **{name: "0" * 64})
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        lambda f, victim: _add(f, "../victim.txt"),
+        lambda f, victim: _add(f, "wheels/../../victim.txt"),
+        lambda f, victim: _add(f, str(victim)),
+        lambda f, victim: "../victim.txt",
+        lambda f, victim: {"Dockerfile": 5},
+    ],
+    ids=["dotdot", "dotdot-inside", "absolute", "a-string", "digest-not-a-string"],
+)
+def test_the_marker_is_data_to_check_never_a_list_to_delete(
+    tmp_path: Path, wheels: Dict[str, Path], files: Any
+) -> None:
+    """The marker's list of files is checked: a name the command never writes (``..``, absolute) makes
+    the directory not provably ours, and nothing outside it is touched (was: the file was deleted)."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("not yours")
+    out = _marked(tmp_path, wheels, lambda f: files(f, victim))
+    before = tree(tmp_path)
+    proc = cli(["image", "context", str(tmp_path / "p" / "profile.yaml"), "--out", str(out)])
+    one_paragraph(proc, str(out), ctxmod.MANIFEST)
+    assert tree(tmp_path) == before and victim.read_text() == "not yours"
+
+
+def test_a_file_changed_since_it_was_written_is_not_replaced(tmp_path: Path, wheels: Dict[str, Path]) -> None:
+    """A file of the marker whose bytes changed since (an edited Dockerfile) is not provably ours: the
+    rerun stops and names it instead of replacing it. An unchanged context is rewritten as before."""
+    out = _marked(tmp_path, wheels, lambda f: f)
+    profile = str(tmp_path / "p" / "profile.yaml")
+    assert cli(["image", "context", profile, "--out", str(out)]).returncode == 0
+    (out / "Dockerfile").write_text("FROM scratch\n# my edit\n")
+    before = tree(tmp_path)
+    one_paragraph(cli(["image", "context", profile, "--out", str(out)]), str(out / "Dockerfile"), "changed")
+    assert tree(tmp_path) == before
+
+
+def test_no_write_through_a_link_in_the_context(tmp_path: Path, wheels: Dict[str, Path]) -> None:
+    """wheels/ replaced by a symbolic link to another directory: the rerun refuses instead of
+    writing the wheels there."""
+    out = _marked(tmp_path, wheels, lambda f: f)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for p in (out / "wheels").iterdir():
+        p.rename(elsewhere / p.name)
+    (out / "wheels").rmdir()
+    (out / "wheels").symlink_to(elsewhere)
+    before = tree(tmp_path)
+    one_paragraph(cli(["image", "context", str(tmp_path / "p" / "profile.yaml"), "--out", str(out)]), "wheels")
+    assert tree(tmp_path) == before
+
+
+def test_special_files_as_wheels_or_marker_are_refused_at_once(tmp_path: Path, wheels: Dict[str, Path]) -> None:
+    profile = image_profile(tmp_path / "p", wheels, sums=False)
+    taskd = tmp_path / "p" / "wheels" / wheels["taskd"].name
+    taskd.unlink()
+    os.mkfifo(str(taskd))
+    one_paragraph(cli(["image", "context", str(profile), "--out", str(tmp_path / "a")], timeout=30), "FIFO")
+    taskd.unlink()
+    taskd.symlink_to("/dev/zero")
+    one_paragraph(cli(["image", "context", str(profile), "--out", str(tmp_path / "a")], timeout=30), "character device")
+    assert not (tmp_path / "a").exists()
+    out = tmp_path / "b"
+    out.mkdir()
+    os.mkfifo(str(out / ctxmod.MANIFEST))
+    one_paragraph(cli(["image", "context", str(profile), "--out", str(out)], timeout=30), "FIFO")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Dict, List
@@ -17,7 +18,7 @@ from resumable import constants as C
 from resumable.api import job_plan, load_plan
 from resumable.runtime import doctor
 
-from .conftest import RUN_PY, clean_env, cli, fake_torch_layout, python_path, write
+from .conftest import GIB, RUN_PY, clean_env, cli, fake_torch_layout, python_path, write
 
 PATCHED = RUN_PY.replace("import os\n", C.RUNPY_IMPORT_TASKD + "\nimport os\n")
 PROFILE = EXAMPLES / "pytorch-process-recovery.yaml"
@@ -156,3 +157,51 @@ def test_python_version_is_checked() -> None:
     assert checks["python"].status == doctor.OK and checks["python"].found.startswith("%d.%d" % sys.version_info[:2])
     assert checks["mindspore"].status == doctor.FAIL  # the plan names MindSpore 2.7.0, none is installed here
     assert "run.py patch" not in checks
+
+
+# --- files and values it cannot trust (issue 25) ----------------------------------------------------------
+
+
+def checks_of(proc: subprocess.CompletedProcess[str]) -> Dict[str, Dict[str, str]]:
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    return {c["name"]: c for c in json.loads(proc.stdout)["checks"]}
+
+
+def test_special_files_are_reported_not_read(container: Dict[str, str], tmp_path: Path) -> None:
+    """The CANN install record and run.py through the bounded reader: a FIFO hung doctor, a run.py
+    that is not UTF-8 was exit 3, one linked to /dev/zero was read for ever. Each is now a failed
+    check naming what it is."""
+    argv = ["doctor", "--profile", str(PROFILE), "--format", "json"]
+    info = Path(container["ASCEND_TOOLKIT_HOME"]) / "aarch64-linux" / "ascend_toolkit_install.info"
+    info.unlink()
+    os.mkfifo(str(info))
+    cann = checks_of(cli(argv, container, timeout=30, memory=GIB))["CANN"]
+    assert cann["status"] == "fail" and "FIFO" in cann["found"], cann
+    run_py = Path(container["PYTHONPATH"].split(":")[0]) / "torch" / "distributed" / "run.py"
+    for kind, says in [("fifo", "FIFO"), ("dev-zero", "character device"), ("latin-1", "not UTF-8")]:
+        run_py.unlink()
+        if kind == "fifo":
+            os.mkfifo(str(run_py))
+        elif kind == "dev-zero":
+            run_py.symlink_to("/dev/zero")
+        else:
+            run_py.write_bytes(b"import os\n# caf\xe9\n")
+        patch = checks_of(cli(argv, container, timeout=30, memory=GIB))["run.py patch"]
+        assert patch["status"] == "fail" and says in patch["found"], patch
+    # the package metadata importlib would read whole (a FIFO named METADATA blocked it)
+    metadata = Path(container["PYTHONPATH"].split(":")[0]) / "torch-2.7.1.dist-info" / "METADATA"
+    metadata.unlink()
+    os.mkfifo(str(metadata))
+    torch = checks_of(cli(argv, container, timeout=30, memory=GIB))["torch"]
+    assert torch["status"] == "fail" and torch["found"] == "not installed", torch
+
+
+def test_values_it_prints_are_escaped(container: Dict[str, str]) -> None:
+    """An environment value with a control character or undecodable bytes is shown escaped, in the
+    table and in JSON (was: exit 3, UnicodeEncodeError, on a UTF-8 stdout)."""
+    env = dict(container, PYTHONIOENCODING="utf-8", HCCL_ASYNC_ERROR_HANDLING="\x1b[2J\udcff")
+    table = cli(["doctor", "--profile", str(PROFILE)], env)
+    assert table.returncode == 1, table.stderr
+    assert "\x1b" not in table.stdout and "\\x1b[2J\\udcff" in table.stdout
+    got = checks_of(cli(["doctor", "--profile", str(PROFILE), "--format", "json"], env))
+    assert got["env HCCL_ASYNC_ERROR_HANDLING"]["found"] == "\x1b[2J\udcff"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 from typing import Dict, List, Tuple
@@ -13,9 +15,20 @@ from conftest import EXAMPLE_FILES, EXAMPLES
 
 from resumable import constants as C
 from resumable.api import job_plan, load_plan
-from resumable.runtime.launch import MissingVariable, build_spec, expand
+from resumable.runtime.launch import MissingVariable, _host, build_spec, expand
 
-from .conftest import RUN_PY, clean_env, cli, executable, fake_torch_layout, python_path
+from .conftest import (
+    GIB,
+    RUN_PY,
+    assert_dry_run_script,
+    clean_env,
+    cli,
+    executable,
+    fake_torch_layout,
+    profile_text,
+    python_path,
+    write,
+)
 
 PATCHED = RUN_PY.replace("import os\n", C.RUNPY_IMPORT_TASKD + "\nimport os\n")
 POD = {"MASTER_ADDR": "10.96.0.10", "MASTER_PORT": "2222", "WORLD_SIZE": "32", "LOCAL_WORLD_SIZE": "8"}
@@ -123,6 +136,7 @@ def test_every_example_prints_env_and_command(pod: Dict[str, str], example: Path
         return
     assert code == 0, out + err
     assert out.startswith("# resumable launch --dry-run: job ")
+    assert_dry_run_script(out)  # every value quoted; the placeholders set at the start are comments
     assert any(line.startswith("export PYTHONPATH=") for line in out.splitlines())
     plan = job_plan(load_plan(str(example)))
     launcher = commands(out)[-1]
@@ -229,3 +243,180 @@ def test_expand() -> None:
     with pytest.raises(MissingVariable) as info:
         expand("--node_rank=$RANK", env)
     assert info.value.name == "RANK"
+
+
+# --- hostile pod environments and files (issue 25) --------------------------------------------------------
+
+RANK0 = dict(POD, RANK="0")
+PROCESS_RECOVERY = EXAMPLES / "pytorch-process-recovery.yaml"
+#: what the injected text would run if a line of the printed script began with it
+INJECTED = ("touch", "rm", "id")
+
+HOSTILE_ENV = [
+    ("rank-00", {"RANK": "00"}, ["RANK='00'", "plain decimal"]),
+    ("rank-plus-0", {"RANK": "+0"}, ["RANK='+0'"]),
+    ("rank-space", {"RANK": " 0"}, ["RANK=' 0'"]),
+    ("rank-arabic-zero", {"RANK": "\u0660"}, ["RANK='\u0660'"]),
+    ("rank-negative", {"RANK": "-1"}, ["RANK='-1'"]),
+    ("rank-beyond-the-job", {"RANK": "4"}, ["RANK=4 is outside 0..3", "resumable render"]),
+    ("rank-empty", {"RANK": ""}, ["RANK=''"]),
+    ("world-size-text", {"WORLD_SIZE": "32x"}, ["WORLD_SIZE='32x'"]),
+    ("local-world-size-zero", {"LOCAL_WORLD_SIZE": "0"}, ["LOCAL_WORLD_SIZE='0'"]),
+    ("port-zero", {"MASTER_PORT": "0"}, ["MASTER_PORT='0'", "1 to 65535"]),
+    ("port-too-large", {"MASTER_PORT": "65536"}, ["MASTER_PORT='65536'"]),
+    ("port-name", {"MASTER_PORT": "http"}, ["MASTER_PORT='http'"]),
+    ("address-newline", {"MASTER_ADDR": "10.96.0.10\ntouch /tmp/pwned"}, ["MASTER_ADDR='10.96.0.10\\ntouch"]),
+    ("address-option", {"MASTER_ADDR": "10.96.0.10 --rdzv_backend=x"}, ["MASTER_ADDR="]),
+    ("pod-ip-newline", {"POD_IP": "10.0.0.5\nrm -rf ~"}, ["POD_IP="]),
+    ("task-id-dotdot", {"MINDX_TASK_ID": ".."}, ["MINDX_TASK_ID='..'", "one directory"]),
+    ("task-id-path", {"MINDX_TASK_ID": "../../../etc"}, ["MINDX_TASK_ID='../../../etc'"]),
+    ("task-id-newline", {"MINDX_TASK_ID": "uid\nid"}, ["MINDX_TASK_ID='uid\\nid'"]),
+    ("pythonpath-newline", {"PYTHONPATH_EXTRA": "/x\nid"}, ["PYTHONPATH=", "control character"]),
+    ("pythonpath-escape", {"PYTHONPATH_EXTRA": "\x1b[2J"}, ["PYTHONPATH=", "control character"]),
+    ("address-not-utf8", {"MASTER_ADDR": "10.96.0.\udcff"}, ["MASTER_ADDR=", "not UTF-8"]),
+]
+
+
+def hostile(pod: Dict[str, str], changes: Dict[str, str]) -> Dict[str, str]:
+    env = dict(pod, PYTHONIOENCODING="utf-8", **RANK0)
+    extra = changes.get("PYTHONPATH_EXTRA")
+    if extra is not None:
+        env["PYTHONPATH"] += ":" + extra
+    env.update((k, v) for k, v in changes.items() if k != "PYTHONPATH_EXTRA")
+    return env
+
+
+def assert_one_paragraph(proc: subprocess.CompletedProcess[str], fragments: List[str]) -> None:
+    """Exit 2, one paragraph on stderr naming the input; the dry run's marked problem lines say the
+    rest (the error names each input once, issue 24, without repeating their text)."""
+    assert proc.returncode == 2, proc.stdout[-3000:] + proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "internal error" not in proc.stderr, proc.stderr
+    problems = "\n".join(line for line in proc.stdout.splitlines() if line.startswith("# problem:"))
+    said = proc.stderr + problems if "--dry-run" in proc.args else proc.stderr
+    for fragment in fragments:
+        assert fragment in said, (fragment, proc.stderr)
+        name = fragment.split("=", 1)[0]
+        if "=" in fragment and name.isupper():
+            assert name in proc.stderr, (name, proc.stderr)
+
+
+@pytest.mark.parametrize("changes, fragments", [c[1:] for c in HOSTILE_ENV], ids=[c[0] for c in HOSTILE_ENV])
+def test_a_hostile_pod_environment_is_refused_by_the_dry_run(
+    pod: Dict[str, str], changes: Dict[str, str], fragments: List[str]
+) -> None:
+    """Each value the launcher uses is parsed into its type and bounds: a mistake is exit 2 naming the
+    variable, and the printed script stays a script (a newline in a value never starts a line)."""
+    proc = cli(["launch", "--profile", str(PROCESS_RECOVERY), "--dry-run"], hostile(pod, changes))
+    assert_one_paragraph(proc, fragments)
+    assert_dry_run_script(proc.stdout)
+    problems = [line for line in proc.stdout.splitlines() if line.startswith("# problem: ")]
+    assert any(fragments[0] in line for line in problems), problems
+
+
+@pytest.mark.parametrize(
+    "case_id", ["rank-00", "port-zero", "address-newline", "task-id-path", "pythonpath-newline", "address-not-utf8"]
+)
+def test_the_real_launch_refuses_what_the_dry_run_refuses(pod: Dict[str, str], tmp_path: Path, case_id: str) -> None:
+    _, changes, fragments = next(c for c in HOSTILE_ENV if c[0] == case_id)
+    logs = tmp_path / "logs"
+    argv = ["launch", "--profile", str(PROCESS_RECOVERY), "--log-dir", str(logs), "--", "train.py"]
+    proc = cli(argv, hostile(pod, changes))
+    assert_one_paragraph(proc, ["cannot launch job llama-pretrain", *fragments])
+    assert not logs.exists(), "a refused launch wrote its log directory"
+
+
+def test_every_hostile_case_is_a_problem_of_build_spec(pod: Dict[str, str]) -> None:
+    """The dry run and the real launch share one decision (build_spec's problems), so refusing in one
+    is refusing in the other; here for every case, in process."""
+    job = job_plan(load_plan(str(PROCESS_RECOVERY)))
+    for case_id, changes, fragments in HOSTILE_ENV:
+        spec = build_spec(job, hostile(pod, changes), ["train.py"], "/tmp/unused")
+        assert any(fragments[0] in p for p in spec.problems), (case_id, spec.problems)
+
+
+def test_a_task_id_never_moves_the_logs_out_of_the_log_root(pod: Dict[str, str], tmp_path: Path) -> None:
+    """MINDX_TASK_ID becomes one directory of the plan's log path (<root>/$MINDX_TASK_ID/resumable): a
+    value with ``..`` or ``/`` would put the timeline and TaskD's logs anywhere on the pod."""
+    profile = write(
+        tmp_path / "profile.yaml",
+        profile_text(taskd=True).replace(
+            "    script: train.py\n", "    script: train.py\n    checkpoint: {path: %s}\n" % (tmp_path / "ckpt")
+        ),
+    )
+    outside = tmp_path / "outside"
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for task_id in ("../../outside", "..", "a/../../../outside"):
+        env = hostile(pod, {"MINDX_TASK_ID": task_id})
+        proc = cli(["launch", "--profile", str(profile), "--", "train.py"], env)
+        assert_one_paragraph(proc, ["MINDX_TASK_ID=%r" % task_id])
+        assert sorted(p.name for p in tmp_path.iterdir()) == before, "the launch wrote somewhere"
+        assert not outside.exists()
+
+
+def test_a_long_tmpdir_is_refused_before_anything_starts(pod: Dict[str, str], tmp_path: Path) -> None:
+    """The launcher's event socket lives in a fresh directory under TMPDIR; an AF_UNIX path has at most
+    107 bytes (was: exit 3, "AF_UNIX path too long", after the log directory was made)."""
+    tmpdir = tmp_path / ("t" * 100)
+    tmpdir.mkdir()
+    env = dict(pod, TMPDIR=str(tmpdir), **dict(POD, RANK="1"))
+    profile = str(EXAMPLES / "job-level-minimal.yaml")
+    logs = tmp_path / "logs"
+    proc = cli(["launch", "--profile", profile, "--log-dir", str(logs), "--", "train.py"], env)
+    assert_one_paragraph(proc, ["TMPDIR=", "107 bytes"])
+    assert not logs.exists() and list(tmpdir.iterdir()) == []
+    proc = cli(["launch", "--profile", profile, "--dry-run", "--", "train.py"], env)
+    assert_one_paragraph(proc, ["TMPDIR="])
+
+
+def test_files_the_launch_reads_are_read_bounded(pod: Dict[str, str], tmp_path: Path) -> None:
+    """run.py and the launcher's ``#!`` line go through the bounded reader: a FIFO hung the dry run, a
+    run.py that is not UTF-8 was exit 3, one that is a link to /dev/zero was read for ever (here under
+    an address-space limit, where that ended in MemoryError, exit 3)."""
+    run_py = Path(pod["PYTHONPATH"].split(":")[0]) / "torch" / "distributed" / "run.py"
+    env = dict(pod, **RANK0)
+    argv = ["launch", "--profile", str(PROCESS_RECOVERY), "--dry-run"]
+    run_py.unlink()
+    os.mkfifo(str(run_py))
+    assert_one_paragraph(cli(argv, env, timeout=30), [str(run_py), "FIFO"])
+    run_py.unlink()
+    run_py.write_bytes(b"import os\n# caf\xe9\n")
+    assert_one_paragraph(cli(argv, env, timeout=30), [str(run_py), "not UTF-8"])
+    run_py.unlink()
+    run_py.symlink_to("/dev/zero")
+    assert_one_paragraph(cli(argv, env, timeout=60, memory=GIB), [str(run_py), "character device"])
+    run_py.unlink()
+    run_py.write_text(PATCHED)
+    torchrun = Path(env["PATH"].split(":")[0]) / "torchrun"
+    torchrun.unlink()
+    os.mkfifo(str(torchrun))
+    torchrun.chmod(0o755)
+    assert_one_paragraph(cli(argv, env, timeout=30), [str(torchrun), "FIFO"])
+
+
+def test_the_dry_run_checks_the_log_directory_the_launch_writes(pod: Dict[str, str], tmp_path: Path) -> None:
+    """A log directory that is a file, or a timeline that is a FIFO (the launch blocked on it for
+    ever), stops the real launch; the dry run says so too instead of calling the launch fine."""
+    env = dict(pod, **dict(POD, RANK="1"))
+    profile = str(EXAMPLES / "job-level-minimal.yaml")
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("mine")
+    for extra in (["--dry-run"], []):
+        proc = cli(["launch", "--profile", profile, "--log-dir", str(not_a_dir), *extra, "--", "x.py"], env)
+        assert_one_paragraph(proc, [str(not_a_dir), "not a directory"])
+    assert not_a_dir.read_text() == "mine"
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    timeline = logs / ("timeline-%s.jsonl" % _host())
+    os.mkfifo(str(timeline))
+    for extra in (["--dry-run"], []):
+        proc = cli(["launch", "--profile", profile, "--log-dir", str(logs), *extra, "--", "x.py"], env, timeout=30)
+        assert_one_paragraph(proc, [str(timeline), "FIFO"])
+    assert sorted(p.name for p in logs.iterdir()) == [timeline.name]
+
+
+def test_script_arguments_are_checked_as_the_profiles_are(pod: Dict[str, str]) -> None:
+    """A control character in jobs[].script_args is refused by the profile rules; after ``--`` too."""
+    env = dict(pod, **dict(POD, RANK="1"))
+    proc = cli(["launch", "--profile", str(PROCESS_RECOVERY), "--dry-run", "--", "train.py", "--x=\nid"], env)
+    assert_one_paragraph(proc, ["--x=\\nid", "control character"])
+    assert_dry_run_script(proc.stdout)

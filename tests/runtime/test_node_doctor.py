@@ -127,3 +127,36 @@ def test_cli_node_mode_needs_no_job_and_exits_1_on_a_failure() -> None:
         timeout=60,
     )
     assert bad.returncode == 2
+
+
+CHECK_IN_A_CHILD = """
+import sys
+from resumable.runtime import node_doctor as nd
+fifo, binary, sysctl = sys.argv[1:4]
+print(nd.driver_check("25.2.0", fifo).found)
+print(nd.runtime_check({"version": "7.3.0", "binary": binary}).found)
+print(nd.reserved_ports_check([9601], sysctl).found)
+"""
+
+
+def test_records_that_are_special_files_never_hang_the_node_check(tmp_path: Path) -> None:
+    """The driver's version.info, the runtime's install.info and the reserved-ports sysctl are read
+    through the bounded reader: a FIFO there hung ``doctor --node`` (run in a child with a timeout)."""
+    fifo = tmp_path / "version.info"
+    os.mkfifo(str(fifo))
+    binary = tmp_path / "ascend-docker-runtime"
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    os.mkfifo(str(tmp_path / nd.RUNTIME_INFO_NAME))
+    proc = subprocess.run(
+        [sys.executable, "-c", CHECK_IN_A_CHILD, str(fifo), str(binary), str(fifo)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "not installed",
+        "no install.info",
+        "unreadable (is a FIFO (named pipe); resumable reads a sysctl only from a regular file)",
+    ]

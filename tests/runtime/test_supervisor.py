@@ -342,6 +342,65 @@ def test_a_fault_reaped_before_it_was_seen_is_inferred_from_the_restart(tmp_path
     assert 1.9 < events[5]["seconds"] < 2.5
 
 
+def test_worker_reports_of_the_wrong_shape_still_give_a_timeline_the_reader_takes(tmp_path: Path) -> None:
+    """A start-up report is a datagram anyone in the pod could send: a rank that is no integer, a time
+    that is not finite or a pid that is no pid never makes the launcher write a line ``resumable
+    timeline`` refuses (issue 25: a string rank was written as it came, and refused on reading)."""
+    from conftest import EXAMPLES
+
+    from resumable.api import job_plan, load_plan
+    from resumable.runtime.launch import build_spec
+    from resumable.runtime.supervisor import Supervisor
+    from resumable.runtime.timeline import TimelineWriter, read_events
+
+    job = job_plan(load_plan(str(EXAMPLES / "job-level-minimal.yaml")))
+    sup = Supervisor(build_spec(job, {"RANK": "0", "MASTER_ADDR": "a", "MASTER_PORT": "1"}, ["x.py"], str(tmp_path)))
+    sup.timeline = TimelineWriter(str(tmp_path / "t.jsonl"))
+    sup.timeline.write("launch", job="j", levels=["job"], budget=[])
+    sup._worker_started({"pid": 1000, "rank": "0", "local_rank": [1], "restart_count": 0, "time": float("nan")})
+    sup._worker_started({"pid": 1001, "rank": 10**30, "restart_count": -3, "time": 1e300})
+    sup._worker_started({"pid": 1002, "rank": 1, "restart_count": True, "time": "soon"})
+    for pid in (True, 1.5, -4, 0, "1003"):
+        sup._worker_started({"pid": pid, "rank": 2, "restart_count": 0})
+    sup.timeline.close()
+    events = read_events(str(tmp_path / "t.jsonl"))
+    starts = [e for e in events if e.kind == "worker-start"]
+    assert [(e.details["pid"], e.rank, e.restart_count) for e in starts] == [
+        (1000, None, 0),
+        (1001, None, None),
+        (1002, 1, None),
+    ]
+    assert starts[0].details["local_rank"] is None
+    assert all(abs(e.time - time.time()) < 600 for e in starts)
+    assert sorted(sup.workers) == [1000, 1001, 1002]
+
+
+def test_a_start_that_fails_leaves_no_directory_it_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A launch that fails before anything starts (here: the timeline cannot be created, as on a full
+    disk) removes the log directories and the runtime directory it made, and says why (exit 2)."""
+    from conftest import EXAMPLES
+
+    from resumable.api import job_plan, load_plan
+    from resumable.errors import ResumableError
+    from resumable.runtime import timeline
+    from resumable.runtime.launch import build_spec
+    from resumable.runtime.supervisor import Supervisor
+
+    job = job_plan(load_plan(str(EXAMPLES / "job-level-minimal.yaml")))
+    spec = build_spec(job, {"RANK": "0", "MASTER_ADDR": "a", "MASTER_PORT": "1"}, ["x.py"], str(tmp_path / "a" / "b"))
+    spec.private_dirs = [str(tmp_path / "a" / "taskd")]
+    spec.runtime_parent = str(tmp_path / "tmp")
+    (tmp_path / "tmp").mkdir()
+
+    def full(path: str) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(timeline, "open_append", full)
+    with pytest.raises(ResumableError, match="No space left on device"):
+        Supervisor(spec).run()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tmp"] and list((tmp_path / "tmp").iterdir()) == []
+
+
 def test_status_helpers() -> None:
     assert decode_status(3 << 8) == 3
     assert decode_status(signal.SIGKILL) == -signal.SIGKILL
@@ -358,7 +417,7 @@ def test_in_place_restarts_are_seen_by_process_not_by_restart_count(tmp_path: Pa
     from resumable.api import job_plan, load_plan
     from resumable.runtime.launch import build_spec
     from resumable.runtime.supervisor import Supervisor
-    from resumable.runtime.timeline import TimelineWriter, recoveries
+    from resumable.runtime.timeline import TimelineWriter, parse_events, recoveries
 
     job = job_plan(load_plan(str(EXAMPLES / "job-level-minimal.yaml")))
     sup = Supervisor(build_spec(job, {"RANK": "0", "MASTER_ADDR": "a", "MASTER_PORT": "1"}, ["x.py"], str(tmp_path)))
@@ -381,7 +440,7 @@ def test_in_place_restarts_are_seen_by_process_not_by_restart_count(tmp_path: Pa
     restarts = [(e["kind"], e["fault_ranks"], e["restart_count"]) for e in events if e["event"] == "restart"]
     assert restarts == [("in-place", [1], 0), ("in-place", [1], 0), ("group", [0], 1)]
     assert [e["generation"] for e in events if e["event"] == "worker-start"] == [0, 0, 1, 2, 3, 3]
-    assert [r.how for r in recoveries(events)] == ["in place", "in place", "group"]
+    assert [r.how for r in recoveries(parse_events(events))] == ["in place", "in place", "group"]
     assert sup.exit_code() != 0
 
 

@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
 
 from resumable.errors import ResumableError
-from resumable.runtime.timeline import TimelineWriter, read_events, recoveries, render, to_json
+from resumable.runtime.timeline import (
+    MAX_TIMELINE_BYTES,
+    TIME_LIMIT,
+    Event,
+    TimelineWriter,
+    parse_events,
+    read_events,
+    recoveries,
+    render,
+    to_json,
+)
 
-from .conftest import cli
+from .conftest import clean_env, cli
 
 BUDGET = [
     {
@@ -32,6 +43,10 @@ def ev(t: float, event: str, rank: Any = None, code: Any = None, rc: Any = None)
     return {"time": t, "event": event, "rank": rank, "exit_code": code, "restart_count": rc}
 
 
+def parsed(items: List[Dict[str, Any]]) -> List[Event]:
+    return parse_events(items, "t.jsonl")
+
+
 def test_fault_in_place_is_compared_with_recover_in_place() -> None:
     """TaskD restarts only the faulty rank, same restart count: the in-place rung."""
     events = [
@@ -42,11 +57,11 @@ def test_fault_in_place_is_compared_with_recover_in_place() -> None:
         dict(ev(11.5, "restart", rc=0), kind="in-place", fault_ranks=[1]),
         ev(11.5, "worker-start", 1, rc=0),
     ]
-    (r,) = recoveries(events)
+    (r,) = recoveries(parsed(events))
     assert (r.rank, r.exit_code, r.how, r.level) == (1, -9, "in place", "recover-in-place")
     assert r.seconds == pytest.approx(1.5)
     assert r.budget_restart == 5.0 and r.budget_total == 145.4
-    text = render("t.jsonl", events)
+    text = render("t.jsonl", parsed(events))
     assert "1 launch, 1 fault, 1 restart" in text and "5.00 s (within)" in text
 
 
@@ -61,12 +76,12 @@ def test_a_whole_group_restart_is_graded_as_the_process_level_not_in_place() -> 
         ev(11.5, "worker-start", 0, rc=1),
         ev(11.6, "worker-start", 1, rc=1),
     ]
-    (r,) = recoveries(events)
+    (r,) = recoveries(parsed(events))
     assert (r.rank, r.how, r.level) == (1, "group", "recover")
     assert r.seconds == pytest.approx(1.5)
     # a timeline written before restart kinds: the restart count went up, so the group restarted
     old = [e for e in events if e["event"] != "restart"]
-    (r,) = recoveries(old)
+    (r,) = recoveries(parsed(old))
     assert (r.how, r.level) == ("group", "recover")
 
 
@@ -79,17 +94,17 @@ def test_a_new_launch_after_a_fault_is_a_relaunch() -> None:
         launch(100, ["recover", "job"]),
         ev(230, "worker-start", 0, rc=0),
     ]
-    (r,) = recoveries(events)
+    (r,) = recoveries(parsed(events))
     assert r.how == "relaunch" and r.level == "recover" and r.seconds == pytest.approx(225)
     assert r.budget_restart == pytest.approx(155.1)
-    assert "(OVER)" in render("t.jsonl", events)
+    assert "(OVER)" in render("t.jsonl", parsed(events))
 
 
 def test_a_fault_without_restart_is_listed_as_such() -> None:
     events = [launch(0, ["job"]), ev(1, "worker-start", 0, rc=0), ev(3, "worker-fault", 0, 2, 0), ev(4, "exit", code=2)]
-    (r,) = recoveries(events)
+    (r,) = recoveries(parsed(events))
     assert r.restart_time is None and r.seconds is None
-    data = to_json("t", events)
+    data = to_json("t", parsed(events))
     assert data["recoveries"][0]["seconds"] is None and data["launches"] == 1
 
 
@@ -98,7 +113,7 @@ def test_two_faults_two_restarts() -> None:
     for attempt in range(2):
         base = 10.0 * (attempt + 1)
         events += [ev(base, "worker-fault", 1, 1, attempt), ev(base + 2, "worker-start", 1, rc=attempt + 1)]
-    assert [r.seconds for r in recoveries(events)] == [2.0, 2.0]
+    assert [r.seconds for r in recoveries(parsed(events))] == [2.0, 2.0]
 
 
 def test_writer_and_reader_round_trip_and_a_torn_last_line(tmp_path: Path) -> None:
@@ -110,8 +125,8 @@ def test_writer_and_reader_round_trip_and_a_torn_last_line(tmp_path: Path) -> No
     with open(path, "a", encoding="utf-8") as handle:
         handle.write('{"time": 3, "event": "worker-st')  # the launcher was killed mid-write
     events = read_events(str(path))
-    assert [e["event"] for e in events] == ["launch", "worker-fault"]
-    assert events[1]["pid"] == 4 and events[1]["exit_code"] == -9
+    assert [e.kind for e in events] == ["launch", "worker-fault"]
+    assert events[1].details["pid"] == 4 and events[1].exit_code == -9
     proc = cli(["timeline", str(path), "--events"])
     assert proc.returncode == 0 and "worker-fault" in proc.stdout and "no restart" not in proc.stdout
 
@@ -145,3 +160,129 @@ def test_json_output(tmp_path: Path) -> None:
     path.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
     data = json.loads(cli(["timeline", str(path), "--format", "json"]).stdout)
     assert data["recoveries"][0]["seconds"] == pytest.approx(1.5) and data["recoveries"][0]["level"] == "job"
+
+
+HUGE = "9" * 400
+DEEP = "[" * 100_000 + "]" * 100_000
+FAULT_THEN_START = '{"time": %s, "event": "worker-fault"}\n{"time": %s, "event": "worker-start", "restart_count": 1}\n'
+HEADER = (
+    '{"time": 1, "event": "launch", %s}\n{"time": 2, "event": "worker-fault"}\n{"time": 3, "event": "worker-start"}\n'
+)
+
+
+@pytest.mark.parametrize(
+    "content, fragments",
+    [
+        (FAULT_THEN_START % ('"12:00"', 2), ["line 1", "time", "'12:00'", "a number"]),
+        (FAULT_THEN_START % (HUGE, 2), ["line 1", "not JSON", "an integer of 400 digits"]),
+        (FAULT_THEN_START % ("9" * 30, 2), ["line 1: time is " + "9" * 30, "outside"]),
+        (FAULT_THEN_START % ("1e308", "-1e308"), ["line 1", "time", "outside"]),
+        (FAULT_THEN_START % ("NaN", 2), ["line 1", "NaN is not a JSON value"]),
+        (FAULT_THEN_START % (1, "-Infinity") + "{}\n", ["line 2", "-Infinity is not a JSON value"]),
+        (FAULT_THEN_START % ("true", 2), ["line 1", "time", "True", "a number"]),
+        ('{"time": 1, "event": 7}\n{"time": 2, "event": "x"}\n', ["line 1: event is 7", "string"]),
+        ('{"time": 1, "event": "worker-fault", "rank": "0"}\n{"time": 2, "event": "x"}\n', ["line 1", "rank", "'0'"]),
+        ('{"time": 1, "event": "x", "restart_count": %s}\n{"time": 2, "event": "x"}\n' % ("9" * 30), ["restart_count"]),
+        ('{"time": 1, "event": "x", "restart_count": -1}\n{"time": 2, "event": "x"}\n', ["restart_count is -1"]),
+        ('{"time": 1, "event": "x", "exit_code": 1.5}\n{"time": 2, "event": "x"}\n', ["exit_code", "1.5"]),
+        (HEADER % '"levels": "recover"', ["line 1", "levels", "a list of strings"]),
+        (HEADER % '"levels": ["job"], "budget": [1]', ["line 1", "budget[0]", "an object"]),
+        (HEADER % '"budget": {"level": "job"}', ["line 1", "budget", "a list"]),
+        (HEADER % '"budget": [{"level": "job", "terms": [5]}]', ["line 1", "budget[0].terms", "an object"]),
+        (HEADER % '"budget": [{"level": "job", "total_seconds": "soon"}]', ["budget[0].total_seconds", "'soon'"]),
+        (HEADER % '"budget": [{"level": "job", "terms": {"detect": 1e300}}]', ["budget[0].terms.detect", "outside"]),
+        (HEADER % '"job": {"name": "x"}', ["line 1", "job", "a string"]),
+        (HEADER % '"deep": %s' % DEEP, ["line 1", "is not JSON", "nests deeper"]),
+        (DEEP + '\n{"time": 1, "event": "x"}\n', ["line 1", "is not JSON", "nests deeper"]),
+        (b'{"time": 1, "event": "caf\xe9"}\n{"time": 2, "event": "x"}\n', ["line 1", "not UTF-8", "0xe9"]),
+    ],
+    ids=[
+        "time-string",
+        "time-huge-integer",
+        "time-large-integer",
+        "time-overflows",
+        "time-nan",
+        "time-infinity",
+        "time-bool",
+        "event-number",
+        "rank-string",
+        "restart-count-huge",
+        "restart-count-negative",
+        "exit-code-float",
+        "levels-string",
+        "budget-line-number",
+        "budget-object",
+        "terms-list",
+        "total-string",
+        "term-huge",
+        "job-object",
+        "deep-header-field",
+        "deep-line",
+        "not-utf8",
+    ],
+)
+def test_malformed_lines_are_user_errors(tmp_path: Path, content: Any, fragments: List[str]) -> None:
+    """Fields of the wrong type or out of range, deep nesting, NaN: exit 2 naming the line and the
+    field, never an internal error (issue 25: exit 3 for each of these)."""
+    path = tmp_path / "t.jsonl"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    for extra in ([], ["--format", "json"], ["--events"]):
+        proc = cli(["timeline", str(path), *extra])
+        assert proc.returncode == 2, (extra, proc.stdout[-2000:], proc.stderr)
+        assert proc.stdout == "" and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        for fragment in [str(path), *fragments]:
+            assert fragment in proc.stderr, (fragment, proc.stderr)
+
+
+def test_a_torn_last_line_that_is_not_utf8_is_skipped(tmp_path: Path) -> None:
+    """The launcher killed in the middle of a multi-byte character: the last line is cut, as any
+    torn last line."""
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b'{"time": 1, "event": "launch", "job": "j"}\n{"time": 2, "event": "signal", "x": "\xe4\xb8')
+    events = read_events(str(path))
+    assert [e.kind for e in events] == ["launch"]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "dangling", "huge"])
+def test_special_files_are_refused_at_once(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "t.jsonl"
+    if kind == "fifo":
+        os.mkfifo(str(path))
+    elif kind == "dev-zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "dangling":
+        path.symlink_to(tmp_path / "gone.jsonl")
+    else:
+        with open(str(path), "wb") as handle:
+            handle.truncate(MAX_TIMELINE_BYTES + 1)
+    proc = cli(["timeline", str(path)], timeout=20)
+    assert proc.returncode == 2 and str(path) in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_text_output_escapes_control_characters_and_undecodable_text(tmp_path: Path) -> None:
+    """A job name with a terminal escape or a lone surrogate (valid JSON: ``\\udcff``) is shown
+    escaped; with a UTF-8 stdout the surrogate was an internal error (UnicodeEncodeError)."""
+    path = tmp_path / "t.jsonl"
+    events = [dict(launch(0, ["job"]), job="a\x1b[2Jb\udcff", host="h\nx"), ev(1, "worker-fault", 0, 3, 0)]
+    path.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    env = dict(clean_env(), PYTHONIOENCODING="utf-8")
+    proc = cli(["timeline", str(path), "--events"], env)
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b" not in proc.stdout and "a\\x1b[2Jb\\udcff" in proc.stdout and "h\\nx" in proc.stdout
+    proc = cli(["timeline", str(path), "--format", "json"], env)
+    assert proc.returncode == 0, proc.stderr
+    json.loads(proc.stdout)
+
+
+def test_json_output_is_strict_json(tmp_path: Path) -> None:
+    """Times at the ends of their range still give finite durations (no NaN or Infinity printed)."""
+    path = tmp_path / "t.jsonl"
+    events = [launch(0, ["job"]), ev(0, "worker-fault", 0, 3, 0), ev(TIME_LIMIT, "worker-start", 0, rc=1)]
+    path.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    proc = cli(["timeline", str(path), "--format", "json"])
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout, parse_constant=lambda name: pytest.fail("not JSON: " + name))
+    assert data["recoveries"][0]["seconds"] == TIME_LIMIT

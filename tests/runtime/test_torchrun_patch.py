@@ -4,6 +4,7 @@ and against the real installed torch (copied by hard links, so the installed one
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from resumable.runtime import installed
 from resumable.runtime import torchrun_patch as tp
 from resumable.runtime.proctable import proc_stat
 
-from .conftest import RUN_PY, clean_env, cli, fake_torch_layout, profile_text, python_path, read_jsonl, write
+from .conftest import GIB, RUN_PY, clean_env, cli, fake_torch_layout, profile_text, python_path, read_jsonl, write
 
 TASKD, ANCHOR = C.RUNPY_IMPORT_TASKD, C.RUNPY_ANCHOR_TASKD
 
@@ -135,6 +136,32 @@ def test_cli_job_without_patch_changes_nothing(tmp_path: Path) -> None:
     proc = cli(["image", "patch-torchrun", "--profile", str(EXAMPLES / "job-level-minimal.yaml")])
     assert proc.returncode == 0, proc.stderr
     assert "needs no run.py patch" in proc.stdout
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "not-utf8", "huge"])
+def test_a_run_py_that_is_no_text_file_is_refused_at_once(tmp_path: Path, kind: str) -> None:
+    """run.py through the bounded reader, for patching and for --undo: a FIFO hung the command and a
+    link to /dev/zero was read for ever (here under an address-space limit: MemoryError, exit 3)."""
+    torch = fake_torch_layout(tmp_path / "torch-site", RUN_PY)
+    write(tmp_path / "taskd-site" / "taskd" / "__init__.py", "")
+    run_py = torch / "torch" / "distributed" / "run.py"
+    run_py.unlink()
+    says = {"fifo": "FIFO", "dev-zero": "character device", "not-utf8": "not UTF-8", "huge": "at most 4 MiB"}[kind]
+    if kind == "fifo":
+        os.mkfifo(str(run_py))
+    elif kind == "dev-zero":
+        run_py.symlink_to("/dev/zero")
+    elif kind == "not-utf8":
+        run_py.write_bytes(b"import os\n# caf\xe9\n")
+    else:
+        with open(str(run_py), "wb") as handle:
+            handle.truncate(tp.RUN_PY_MAX_BYTES + 1)
+    env = clean_env(PYTHONPATH=python_path(torch, tmp_path / "taskd-site"))
+    profile = write(tmp_path / "profile.yaml", profile_text(taskd=True))
+    for extra in ([], ["--undo"]):
+        proc = cli(["image", "patch-torchrun", "--profile", str(profile), *extra], env, timeout=30, memory=GIB)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert str(run_py) in proc.stderr and says in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
 
 # --- against the real installed torch --------------------------------------------------------------
