@@ -7,7 +7,7 @@ from pathlib import Path
 
 from conftest import EXAMPLES
 
-from .conftest import StartPlane, controlplane, plan_nodes
+from .fixtures import StartPlane, controlplane, plan_nodes
 
 
 def test_nodes_from_the_plan_are_ready_with_their_labels_and_npus(start_plane: StartPlane) -> None:
