@@ -122,12 +122,17 @@ def provider(cfg: StackConfig, plan: Plan) -> k8s.Provider:
     an object another field manager set to other values stops the update with a conflict naming that
     manager instead of being overwritten. The kept kinds are replaced delete-before-create, so a
     take-over is never followed by the delete of the object it took over.
+
+    ``enable_config_map_mutable``: a changed ConfigMap is updated in place. By default the provider
+    replaces it (delete, then create under the fixed name), and a real upgrade showed the profile
+    ConfigMap a running job mounts deleted and re-created by a change of the profile.
     """
     return k8s.Provider(
         "kubernetes",
         kubeconfig=cfg.kubeconfig,
         context=cfg.context,
         cluster_identifier=cfg.cluster_identifier or plan.cluster_name,
+        enable_config_map_mutable=True,
     )
 
 

@@ -275,6 +275,8 @@ def test_wiring_provider_parents_dependencies_retain(program: Any, name: str) ->
         assert provider.request.name == "kubernetes"
         # server-side apply stays the provider's default (a create takes a kept object over)
         assert "enableServerSideApply" not in provider.inputs
+        # a changed ConfigMap is updated in place, not deleted under the job that mounts it
+        assert provider.inputs["enableConfigMapMutable"] == "true"
         assert provider.inputs["clusterIdentifier"] == CLUSTER_NAMES[name]
         urns = {r.type: r.urn for r in regs if r.type.startswith("ascend-resumable:")}
         kept = ("Namespace", "CustomResourceDefinition", "PersistentVolume", "PersistentVolumeClaim")
