@@ -130,14 +130,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=COMMANDS)
     parser.add_argument("--stack", "-s", required=True, help="stack name (the shipped Pulumi.<stack>.yaml files)")
-    parser.add_argument("--cwd", type=Path, default=ROOT, help="the project directory (default: this checkout)")
+    parser.add_argument(
+        "--cwd", type=Path, default=Path("."), help="the project directory (default: the current one, as pulumi)"
+    )
     parser.add_argument("--expect-no-changes", action="store_true", help="fail when the operation changes anything")
     parser.add_argument("--target", action="append", default=[], help="only this resource URN (repeatable)")
     args = parser.parse_args(argv)
     project = args.cwd.resolve()
     try:
         if not (project / "Pulumi.yaml").is_file():
-            raise UsageError(f"--cwd {project} has no Pulumi.yaml: give this project's directory")
+            raise UsageError(
+                f"{project} has no Pulumi.yaml: run this in the Pulumi project's directory, or name it with --cwd"
+            )
         extra: Dict[str, List[str]] = {"target": args.target} if args.target else {}
         stack = select_stack(args.stack, project)
         return run(args.command, stack, args.expect_no_changes, extra)

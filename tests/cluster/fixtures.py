@@ -24,7 +24,7 @@ from conftest import EXAMPLE_FILES, EXAMPLES, ROOT, example_profile
 
 sys.path.insert(0, str(ROOT / "tools"))
 import controlplane as controlplane  # re-exported for the test modules
-import go_tools
+import go_tools as go_tools  # re-exported for the test modules
 
 Plane = controlplane.ControlPlane
 PROJECT = "ascend-resumable"

@@ -9,7 +9,9 @@ the cluster itself, not only at exit codes.
 
 from __future__ import annotations
 
+import base64
 import copy
+import json
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Tuple
 
@@ -282,3 +284,62 @@ def test_a_workload_stack_refuses_a_cluster_stack_of_another_release(a2: Project
     lines = [line.split() for line in done.stdout.splitlines() if line.strip().startswith("+ ") and " created" in line]
     created = [words[1] for words in lines if not words[1].isdigit()]  # not the "+ 2 created" summary
     assert created and set(created) <= {"pulumi:pulumi:Stack", "pulumi:providers:kubernetes"}, created
+
+
+def test_what_mindcluster_writes_into_a_job_configmap_survives_refresh_and_up(a2: Project) -> None:
+    """The device plugin writes a running job's fault state into ``reset-config-<job>`` with its own
+    field manager; a later ``refresh`` + ``up`` (or an ``up`` alone) of the job stack keeps it."""
+    plane = a2.cluster
+    stack = "pytorch-pod-rescheduling"
+    job = WORKLOADS[stack][0]
+    workload(a2, stack)
+    a2.pulumi("up", stack)
+    name = f"reset-config-{job}"
+    state = '{"status": "recovering", "RankList": [{"RankId": "3", "Status": "unrecovered"}]}'
+    patch = json.dumps({"data": {"reset.json": state}})
+    plane.kubectl("patch", "configmap", name, "-n", "training", "--type", "merge", "-p", patch,
+                  "--field-manager", "device-plugin")  # fmt: skip
+    a2.pulumi("up", stack, "--expect-no-changes")  # the state still has the first content: no diff
+    assert plane.get_json("configmap", name, "-n", "training")["data"]["reset.json"] == state
+    a2.pulumi("refresh", stack)
+    a2.pulumi("up", stack, "--expect-no-changes")
+    assert plane.get_json("configmap", name, "-n", "training")["data"]["reset.json"] == state
+    # a change of the job (a new image) updates the job, never the data MindCluster owns
+    a2.configure(stack, images={job: WORKLOADS[stack][1] + "-patched"})
+    a2.pulumi("up", stack)
+    assert plane.get_json("configmap", name, "-n", "training")["data"]["reset.json"] == state
+    workload(a2, stack)
+    a2.pulumi("up", stack)
+
+
+def test_a_registry_login_reaches_the_training_pods_as_a_pull_secret(a2: Project) -> None:
+    """``pulumi config set registryUsername`` and ``--secret registryPassword`` as the stack file's
+    comment says: a ``<job>-registry`` Secret beside the job that its pods name; the password is
+    a secret in the state (ciphertext only)."""
+    plane = a2.cluster
+    stack = "logins"
+    doc = yaml.safe_load((a2.dir / "profiles" / "pytorch-pod-rescheduling.yaml").read_text())
+    doc["jobs"][0]["namespace"] = "logins"
+    (a2.dir / "profiles" / "logins.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    job, image = WORKLOADS["pytorch-pod-rescheduling"]
+    a2.configure(stack, profile="profiles/logins.yaml", context="ascend-a2", stackRole="workload",
+                 clusterStack=f"organization/{PROJECT}/{CLUSTER}", images={job: image})  # fmt: skip
+    password = "s3cr3t-token-for-the-test"
+    a2.cli("stack", "init", stack)
+    a2.cli("config", "set", "--stack", stack, "registryUsername", "robot-ascend")
+    a2.cli("config", "set", "--stack", stack, "--secret", "registryPassword", password)
+    assert password not in a2.stack_file(stack).read_text()
+    a2.pulumi("up", stack)
+    secret = plane.get_json("secret", f"{job}-registry", "-n", "logins")
+    assert secret["type"] == "kubernetes.io/dockerconfigjson"
+    auths = json.loads(base64.b64decode(secret["data"][".dockerconfigjson"]))["auths"]
+    assert set(auths) == {"registry.example.com"}
+    assert auths["registry.example.com"]["username"] == "robot-ascend"
+    assert auths["registry.example.com"]["password"] == password
+    pods = plane.get_json("ascendjob", job, "-n", "logins")["spec"]["replicaSpecs"]
+    for replica in pods.values():
+        assert replica["template"]["spec"]["imagePullSecrets"] == [{"name": f"{job}-registry"}]
+    assert password not in a2.cli("stack", "export", "--stack", stack).stdout  # ciphertext only
+    a2.pulumi("up", stack, "--expect-no-changes")
+    a2.pulumi("destroy", stack)
+    assert plane.kubectl("get", "secret", f"{job}-registry", "-n", "logins", check=False).returncode != 0
