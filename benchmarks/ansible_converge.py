@@ -428,15 +428,16 @@ def measure(tree: Tree, args: argparse.Namespace, env: Dict[str, str], work: Pat
     small = ["ascend-bench-%d" % i for i in (1, 2)]
     big = ["ascend-bench-%d" % i for i in range(3, args.nodes + 3)]
     bench = Bench(tree, work, small + big, env, args.serial)
-    pkgs = work / ("packages-" + tree.label)
+    # the prepare playbook builds the Ascend Docker Runtime packages into $MOLECULE_EPHEMERAL_DIRECTORY/packages
+    pkgs = work / ("fixtures-" + tree.label) / "packages"
     run([str(tree.root / "tests/fixtures/ascend/build-packages.sh"), str(pkgs)], stdout=subprocess.DEVNULL)
     addresses = start_nodes([small, big], tree.root, args.connection, work)
     bench.write_inventory([small, big], addresses, args.connection, pkgs)
-    prepare_env = dict(bench.env, MOLECULE_EPHEMERAL_DIRECTORY=str(work / ("molecule-" + tree.label)))
+    prepare_env = dict(bench.env, MOLECULE_EPHEMERAL_DIRECTORY=str(pkgs.parent))
     prepare = [str(VENV / "ansible-playbook"), "-i", str(bench.inv)]
     prepare.append(str(tree.root / "tests/fixtures/node/molecule-prepare.yml"))
     timed_run(prepare, tree.root, prepare_env, work / ("prepare-%s.log" % tree.label), "node fixtures")
-    log = work / ("%s-%%s.log" % tree.label)
+    log = str(work / ("%s-%%s.log" % tree.label))
     check, first, release = {}, {}, {}
     for members in (small, big):
         n = len(members)
