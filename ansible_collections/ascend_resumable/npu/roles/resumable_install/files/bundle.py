@@ -94,7 +94,8 @@ def shipped(directory):
         sys.exit("bundle.py: %s has no checksum file %s.sha256 (sha256 hex digest first)" % (wheel, wheel))
     found = sha256_file(wheel)
     if found != wanted:
-        sys.exit("bundle.py: %s has sha256 %s, its checksum file says %s: the wheel is damaged" % (wheel, found, wanted))
+        message = "bundle.py: %s has sha256 %s, its checksum file says %s: the wheel is damaged"
+        sys.exit(message % (wheel, found, wanted))
     return {"src": wheel, "sha256": found, "origin": "shipped with the collection"}
 
 
