@@ -72,10 +72,22 @@ def test_site_scenario_is_a_management_node_and_two_compute_nodes() -> None:
     groups = {p["name"]: set(p["groups"]) for p in scenario["platforms"]}
     assert sorted(n for n, g in groups.items() if "ascend_management" in g) == ["site-mgmt"]
     assert sorted(n for n, g in groups.items() if "ascend_compute" in g) == ["site-npu1", "site-npu2"]
+    # site.yml as users run it from the Galaxy tarball prepare.yml builds and installs into an empty path
     assert _load(REPO / "molecule" / "site" / "converge.yml") == [
-        {"name": "The whole site.yml", "ansible.builtin.import_playbook": "../../site.yml"}
+        {
+            "name": "The whole site.yml, from the collection installed from its tarball",
+            "ansible.builtin.import_playbook": "ascend_resumable.npu.site",
+        }
+    ]
+    prepare = (REPO / "molecule" / "site" / "prepare.yml").read_text()
+    assert "scripts/build-collection.sh" in prepare and "collection, install" in prepare
+    paths = scenario["provisioner"]["env"]["ANSIBLE_COLLECTIONS_PATH"].split(":")
+    assert paths == [
+        "${MOLECULE_PROJECT_DIRECTORY}/.cache/molecule-site/collections",
+        "${MOLECULE_PROJECT_DIRECTORY}/collections",
     ]
     sequence = scenario["scenario"]["test_sequence"]
+    assert sequence.index("prepare") < sequence.index("syntax") < sequence.index("converge")
     assert sequence.index("converge") < sequence.index("idempotence") < sequence.index("side_effect")
     assert scenario["provisioner"]["playbooks"]["side_effect"].endswith("molecule-check-mode.yml")
     assert "site" in (REPO / "scripts" / "test-ansible.sh").read_text()
