@@ -425,8 +425,8 @@ class Measured(NamedTuple):
 
 def measure(tree: Tree, args: argparse.Namespace, env: Dict[str, str], work: Path) -> Measured:
     """check mode, first converge and release on a fresh set of 2 and one of N nodes, then the re-runs."""
-    small = ["ascend-bench-%d" % i for i in (1, 2)]
-    big = ["ascend-bench-%d" % i for i in range(3, args.nodes + 3)]
+    small = ["%s-%d" % (args.prefix, i) for i in (1, 2)]
+    big = ["%s-%d" % (args.prefix, i) for i in range(3, args.nodes + 3)]
     bench = Bench(tree, work, small + big, env, args.serial)
     # the prepare playbook builds the Ascend Docker Runtime packages into $MOLECULE_EPHEMERAL_DIRECTORY/packages
     pkgs = work / ("fixtures-" + tree.label) / "packages"
@@ -590,6 +590,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=REPEATS, help="how often each re-run is measured")
     parser.add_argument("--base", metavar="REV", help="also measure git revision REV first (the figures before)")
     parser.add_argument("--only-base", action="store_true", help="with --base: measure REV only")
+    parser.add_argument("--prefix", default="ascend-bench", help="container names: PREFIX-1, PREFIX-2, ...")
     parser.add_argument("--project-nodes", type=int, default=500)
     parser.add_argument("--project-cores", type=int, default=8, help="controller cores of the projection")
     args = parser.parse_args()
