@@ -229,3 +229,47 @@ def test_the_shipped_wheel_is_taken_only_with_its_checksum(tmp_path: Path) -> No
     wheel.unlink()
     first, second = json.loads(bundle().stdout), json.loads(bundle().stdout)
     assert first["sha256"] == second["sha256"] and first["origin"].startswith("bundled from the checkout")
+
+
+KUBECTL = str(FIXTURES / "kube" / "kubectl")
+
+
+def _labels(tmp_path: Path, nodes: Dict[str, Dict[str, str]], check: bool = False) -> Dict[str, Any]:
+    """ascend_node_labels for ``nodes`` run by `ansible localhost -m` against the emulated kubectl."""
+    args = json.dumps({"nodes": nodes, "kubectl": KUBECTL})
+    argv = [str(Path(str(PLAYBOOK)).parent / "ansible"), "localhost", "-m", "ascend_resumable.npu.ascend_node_labels"]
+    argv += ["-a", args, "-o"] + (["--check"] if check else [])
+    env = playbook_env(
+        tmp_path,
+        "%s:%s" % (ROOT / "collections", ROOT),
+        KUBE_FIXTURE_STATE=str(tmp_path / "kube"),
+        ASCEND_FIXTURE_ENV=str(tmp_path / "none"),
+        ANSIBLE_PYTHON_INTERPRETER=sys.executable,
+    )
+    run = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False)
+    text = run.stdout.split("=>", 1)[1] if "=>" in run.stdout else "{}"
+    return dict(json.loads(text), rc=run.returncode)
+
+
+@pytest.mark.skipif(PLAYBOOK is None, reason="ansible-playbook is not installed (make test-venv)")
+def test_the_labels_of_every_node_from_one_kubectl_get_nodes(tmp_path: Path) -> None:
+    env = dict(os.environ, KUBE_FIXTURE_STATE=str(tmp_path / "kube"), ASCEND_FIXTURE_ENV=str(tmp_path / "none"))
+    for node, label in (("w1", "workerselector=dls-worker-node"), ("w2", "workerselector=old"), ("w3", "a=b")):
+        subprocess.run([KUBECTL, "fixture", "node", node, label], env=env, check=True, timeout=60)
+    wanted = {"w1": {"workerselector": "dls-worker-node"}, "w2": {"workerselector": "dls-worker-node"}}
+    checked = _labels(tmp_path, wanted, check=True)
+    assert checked["changed"] and checked["updated"] == {"w2": {"workerselector": ["old", "dls-worker-node"]}}
+    log = tmp_path / "kube" / "kubectl.log"
+    assert log.read_text().splitlines() == ["get nodes -o json"]  # check mode: read only
+    done = _labels(tmp_path, wanted)
+    assert done["changed"] and done["rc"] == 0, done
+    # one read, a label call only for the node that differs, one read back; w3 (not asked for) untouched
+    assert log.read_text().splitlines()[1:] == [
+        "get nodes -o json",
+        "label node w2 workerselector=dls-worker-node --overwrite",
+        "get nodes -o json",
+    ]
+    again = _labels(tmp_path, wanted)
+    assert not again["changed"] and log.read_text().splitlines()[4:] == ["get nodes -o json"]
+    missing = _labels(tmp_path, dict(wanted, w9={"a": "b"}))
+    assert missing["rc"] != 0 and "node(s) w9 not found by kubectl get nodes" in missing["msg"], missing
