@@ -252,3 +252,48 @@ def test_both_windows_name_a_failure_with_one_filter() -> None:
     ):
         assert "ansible_failed_result | ascend_resumable.npu.failure_reason" in path.read_text(), path
         assert "ansible_failed_result.msg" not in path.read_text(), path
+
+
+@pytest.mark.parametrize(
+    ("driver_installed", "refused"),
+    [(True, True), (False, False)],
+    ids=["upgrade-waits-and-names-it", "fresh-install-not-refused"],
+)
+def test_a_docker_container_on_davinci_manager_is_waited_for_before_a_driver_upgrade(
+    tmp_path: Path, driver_installed: bool, refused: bool
+) -> None:
+    """The driver installer refuses to install over an installed driver while a running docker container's
+    `docker inspect` names /dev/davinci_manager (HDK-DRV v8.5.0 custom variant driver_install.sh:377-422; the
+    fixture installer does the same, installer-body.sh devices_busy), even when no process uses the NPUs. idle.yml
+    (after the drain) waits for such a container and, when it stays, stops naming it before any installer runs;
+    a fresh install (no driver yet) is not refused by it and goes on."""
+    state = tmp_path / "fixture-state"
+    (state / "containers").mkdir(parents=True)
+    # a container started by hand outside Kubernetes, with the devices in its spec and no process on the NPUs
+    (state / "containers" / "manual-infer").write_text(
+        "kind=manual\ndevices=/dev/davinci_manager /dev/davinci0\npid=\nprocess=\n"
+    )
+    # the fixtures' environment file (_play points ASCEND_FIXTURE_ENV at tmp_path/none): their state directory
+    (tmp_path / "none").write_text("ASCEND_FIXTURE_STATE=%s\n" % state)
+    (tmp_path / "sys").mkdir()
+    result = _play(
+        tmp_path,
+        "idle.yml",
+        {
+            "ascend_npu": {"driver": {"installed": driver_installed}},
+            "npu_facts_sysfs_root": str(tmp_path / "sys"),
+            "npu_facts_npu_smi": str(tmp_path / "no-npu-smi"),
+            "npu_facts_install_root": str(tmp_path / "ascend"),
+            "npu_facts_install_info": str(tmp_path / "ascend_install.info"),
+            "npu_facts_cann_registry": str(tmp_path / "cann.info"),
+            "npu_facts_container_clis": [str(FIXTURES / "ascend" / "docker")],
+            "ascend_driver_idle_timeout": 2,
+            "ascend_driver_poll_delay": 1,
+        },
+    )
+    if not refused:
+        assert not result["failed"], result
+        return
+    assert result["failed"] and result["task"] == "Stop with what still holds the NPUs", result
+    assert "running docker container manual-infer lists /dev/davinci_manager" in result["msg"], result
+    assert "refuses to install over the installed driver" in result["msg"], result
