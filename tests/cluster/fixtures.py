@@ -56,6 +56,20 @@ def start_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StartPlane
         plane.stop()
 
 
+@pytest.fixture(scope="module")
+def module_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Plane]:
+    """One control plane for every test of a module, started without nodes: each test adds nodes
+    (and namespaces) of its own names, so the tests share the plane without seeing each other's
+    objects. Stopped when the module's last test ends, passed or failed."""
+    built(("kubernetes", "etcd", "kwok"))
+    plane = Plane(tmp_path_factory.mktemp("plane"))
+    plane.start()  # stops what it started when it fails
+    try:
+        yield plane
+    finally:
+        plane.stop()
+
+
 @dataclass
 class KubeCluster:
     """What tests/manifests/test_render_apiserver.py asks of a cluster: kubectl and its kubeconfig.
