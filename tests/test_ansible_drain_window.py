@@ -19,12 +19,14 @@ KUBECONFIG, so only the role's kubectl environment reaches the cluster.
 - open.yml (the window for CANN or the container engine) stops with kubectl's refusal and puts the node back.
 
 The emulated kubectl (tests/fixtures/kube/kubectl) stays for the molecule scenarios, whose containers cannot
-reach a loopback API server.
+reach a loopback API server; the kubectl calls the roles read the words of are made to it and to the real kubectl
+here, and must answer alike.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -34,7 +36,7 @@ from typing import Any, Callable, Dict, List, Optional, TypeVar
 import pytest
 import yaml
 from cluster.fixtures import Plane, controlplane
-from conftest import ROOT
+from conftest import FIXTURES, ROOT
 from role_code import PLAYBOOK, ROLES, playbook_env
 
 pytestmark = pytest.mark.skipif(PLAYBOOK is None, reason="ansible-playbook is not installed (make test-venv)")
@@ -124,10 +126,12 @@ def _pods(plane: Plane, node: str) -> Dict[str, Dict[str, Any]]:
 
 
 def _running(plane: Plane, node: str, apps: List[str]) -> Dict[str, str]:
-    """Wait until a pod of each app runs on ``node``; returns app -> pod name."""
+    """Wait until a pod of each app runs on ``node`` and none there is being deleted; returns app -> pod name."""
 
     def probe() -> Optional[Dict[str, str]]:
         pods = _pods(plane, node)
+        if any("deletionTimestamp" in p["metadata"] for p in pods.values()):
+            return None
         if all(pods.get(a, {}).get("status", {}).get("phase") == "Running" for a in apps):
             return {a: pods[a]["metadata"]["name"] for a in apps}
         return None
@@ -135,7 +139,9 @@ def _running(plane: Plane, node: str, apps: List[str]) -> Dict[str, str]:
     return _until(probe, f"{apps} running on {node}")
 
 
-def _cluster(plane: Plane, node: str, budget: bool = False, bare: bool = False, labels: bool = True) -> Dict[str, str]:
+def _cluster(
+    plane: Plane, node: str, budget: bool = False, bare: bool = False, labels: bool = True, deployments: bool = True
+) -> Dict[str, str]:
     """Node ``node`` (an NPU worker; ``labels``: with workerselector) with, in namespace ``node``: a training
     Deployment (``budget``: selected by a PodDisruptionBudget of minAvailable 1 = its replicas), a cache
     Deployment with an emptyDir volume, a bare pod (``bare``). Returns app -> pod name of what runs on it."""
@@ -143,7 +149,9 @@ def _cluster(plane: Plane, node: str, budget: bool = False, bare: bool = False, 
     plane.kubectl("create", "namespace", node)
     # pods are admitted once the namespace's ServiceAccount exists
     _until(lambda: plane.kubectl("get", "sa", "default", "-n", node, check=False).returncode == 0, "ServiceAccount")
-    objects: List[Dict[str, Any]] = [_deployment("train", node), _deployment("cache", node, emptydir=True)]
+    objects: List[Dict[str, Any]] = []
+    if deployments:
+        objects += [_deployment("train", node), _deployment("cache", node, emptydir=True)]
     if budget:
         objects.append(
             {
@@ -162,9 +170,11 @@ def _cluster(plane: Plane, node: str, budget: bool = False, bare: bool = False, 
                 "spec": {"nodeName": node, "containers": [{"name": "debug", "image": "registry.invalid/debug:1"}]},
             }
         )
-    manifest = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
-    plane.kubectl("apply", "-n", node, "-f", "-", stdin=manifest)
-    apps = ["kube-proxy", "train", "cache"] + (["ascend-device-plugin"] if labels else []) + (["debug"] if bare else [])
+    if objects:
+        manifest = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
+        plane.kubectl("apply", "-n", node, "-f", "-", stdin=manifest)
+    apps = ["kube-proxy"] + (["train", "cache"] if deployments else []) + (["ascend-device-plugin"] if labels else [])
+    apps += ["debug"] if bare else []
     running = _running(plane, node, apps)
     if budget:  # the disruption controller has counted the pod: the budget allows no disruption now
 
@@ -364,6 +374,67 @@ def test_a_window_for_cann_or_the_engine_stops_with_kubectls_reason(plane: Plane
     assert "the node was put back into service as it was" in msg
     spec = _node(plane, node)
     assert not spec["spec"].get("unschedulable") and spec["metadata"]["labels"]["workerselector"] == "dls-worker-node"
+
+
+#: the emulated kubectl of the molecule scenarios (tests/fixtures/kube/kubectl)
+EMULATED = FIXTURES / "kube" / "kubectl"
+#: what the roles run on the kubectl host and read the words of (changed_when, failure_reason), in this order
+ROLE_CALLS = [
+    ["label", "node", "NODE", "workerselector=dls-worker-node", "--overwrite"],
+    ["label", "node", "NODE", "workerselector-"],
+    ["label", "node", "NODE", "workerselector-"],
+    ["label", "node", "NODE", "workerselector=dls-worker-node", "--overwrite"],
+    ["label", "node", "NODE", "workerselector=other"],
+    ["cordon", "NODE"],
+    ["cordon", "NODE"],
+    ["drain", "NODE", "--timeout=30s"],
+    ["drain", "NODE", "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=30s"],
+    ["uncordon", "NODE"],
+    ["uncordon", "NODE"],
+    ["wait", "--for=condition=Ready", "node/NODE", "--timeout=30s"],
+    ["get", "node", "w-absent", "-o", "json"],
+]
+
+
+def test_the_emulated_kubectl_of_the_molecule_scenarios_says_what_kubectl_says(plane: Plane, tmp_path: Path) -> None:
+    """The molecule scenarios run the roles against the emulated kubectl (their containers cannot reach this API
+    server); the roles decide changed from its words ("already cordoned", "unlabeled", "not labeled") and stop on its
+    refusals. The same calls on a node with the same DaemonSet pods: the same exit codes and output, pod names aside,
+    and the drain refusal's words (its "due to error:" spacing is kubectl v1.28's here, v0.34's in the double)."""
+    node = "w-words"
+    running = _cluster(plane, node, deployments=False)
+    env = dict(os.environ, KUBE_FIXTURE_STATE=str(tmp_path / "kube"), ASCEND_FIXTURE_ENV=str(tmp_path / "none"))
+    env.pop("KUBECONFIG", None)
+    emulated: Dict[str, str] = {}
+    for app, label in (("ascend-device-plugin", "name=ascend-device-plugin"), ("kube-proxy", "k8s-app=kube-proxy")):
+        subprocess.run(
+            [str(EMULATED), "fixture", "daemonset-pod", "kube-system", app, label, node], env=env, check=True
+        )
+        emulated[app] = "%s-%s-0" % (app, node)
+    subprocess.run(
+        [str(EMULATED), "fixture", "node", node, *("%s=%s" % kv for kv in WORKER.items())], env=env, check=True
+    )
+
+    def named(text: str, names: Dict[str, str]) -> str:
+        for app, name in names.items():
+            text = text.replace(name, "<%s>" % app)
+        return text
+
+    for call in ROLE_CALLS:
+        argv = [word.replace("NODE", node) for word in call]
+        if argv[0] == "drain":  # the relabelled node's device plugin pod is a new one
+            running = _running(plane, node, list(running))
+        real = plane.kubectl(*argv, check=False)
+        double = subprocess.run([str(EMULATED), *argv], env=env, capture_output=True, text=True, timeout=60)
+        assert (double.returncode, double.stdout) == (real.returncode, real.stdout), argv
+        if argv[0] == "drain" and real.returncode:
+            refusal = "cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): "
+            refusal += "kube-system/<ascend-device-plugin>, kube-system/<kube-proxy>"
+            assert refusal in named(real.stderr, running) and refusal in named(double.stderr, emulated), argv
+            assert real.stderr.startswith('error: unable to drain node "%s" due to error:' % node)
+            assert double.stderr.startswith('error: unable to drain node "%s" due to error:' % node)
+        else:
+            assert named(double.stderr, emulated) == named(real.stderr, running), argv
 
 
 # kubectl v1.28.15's stderr of a drain a PodDisruptionBudget held until --timeout=2s (seen from the control plane)
