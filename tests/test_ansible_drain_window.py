@@ -20,7 +20,8 @@ KUBECONFIG, so only the role's kubectl environment reaches the cluster.
 
 The emulated kubectl (tests/fixtures/kube/kubectl) stays for the molecule scenarios, whose containers cannot
 reach a loopback API server; the kubectl calls the roles read the words of are made to it and to the real kubectl
-here, and must answer alike.
+here, and must answer alike. idle.yml (after the drain: no NPU process or container may hold the devices) calls no
+kubectl; it runs against the docker double (tests/fixtures/ascend/docker): there is no NPU here.
 """
 
 from __future__ import annotations
@@ -191,23 +192,26 @@ def _node(plane: Plane, name: str) -> Dict[str, Any]:
 
 
 def _play(
-    plane: Plane, tmp_path: Path, node: str, tasks_from: str, extra: Optional[Dict[str, Any]] = None
+    tmp_path: Path, node: str, tasks_from: str, extra: Optional[Dict[str, Any]] = None, plane: Optional[Plane] = None
 ) -> Dict[str, Any]:
     """Run one task file of the role on host ``node`` (local; its own kubectl host); returns what the play
-    recorded in out.json."""
+    recorded in out.json. The role's kubectl is the real one of ``plane``; without a plane the task file calls no
+    kubectl and the NPU doubles (tests/fixtures/ascend) read their environment file from tmp_path/none."""
     out = tmp_path / "out.json"
     play_vars: Dict[str, Any] = {
-        "ascend_driver_kubectl": str(plane.bins["kubectl"]),
-        "ascend_driver_kubeconfig": str(plane.kubeconfig),
         "ascend_driver_kubectl_host": node,
         "ascend_driver_daemonset_selector": WORKER,
         "ascend_driver_plan": {"order": ["driver"], "driver": {"reason": "driver 25.3.0 wanted"}},
         "ascend_driver_window": None,
     }
+    if plane is not None:
+        play_vars.update(
+            ascend_driver_kubectl=str(plane.bins["kubectl"]), ascend_driver_kubeconfig=str(plane.kubeconfig)
+        )
     play_vars.update(extra or {})
     play = [
         {
-            "name": "One task file of ascend_driver against the API server",
+            "name": "One task file of ascend_driver",
             "hosts": node,
             "gather_facts": False,
             "vars": play_vars,
@@ -256,6 +260,8 @@ def _play(
     )
     env = playbook_env(tmp_path, "%s:%s" % (ROOT / "collections", ROOT))
     env.pop("KUBECONFIG", None)  # the role's ascend_driver_kubeconfig is the only way to the cluster
+    if plane is None:
+        env["ASCEND_FIXTURE_ENV"] = str(tmp_path / "none")
     # the window record's path is a role var: only extra vars override it
     window_file = "ascend_driver_window_file=%s" % (tmp_path / "w.json")
     argv = [str(PLAYBOOK), "-i", str(tmp_path / "hosts.yml"), "-e", window_file, str(tmp_path / "play.yml")]
@@ -277,7 +283,7 @@ def _gone(plane: Plane, node: str, app: str) -> bool:
 def test_the_roles_drain_flags_pass_daemonset_and_emptydir_pods(plane: Plane, tmp_path: Path) -> None:
     node = "w-drain"
     before = _cluster(plane, node)
-    result = _play(plane, tmp_path, node, "drain.yml")
+    result = _play(tmp_path, node, "drain.yml", plane=plane)
     assert result == {"failed": False, "relabel": {}}
     spec = _node(plane, node)
     assert spec["spec"]["unschedulable"] is True and "workerselector" not in spec["metadata"]["labels"]
@@ -295,7 +301,7 @@ def test_a_disruption_budget_fails_the_drain_with_kubectls_reason(plane: Plane, 
     node = "w-budget"
     before = _cluster(plane, node, budget=True)
     started = time.monotonic()
-    result = _play(plane, tmp_path, node, "drain.yml", {"ascend_driver_drain_args": _blocked_args()})
+    result = _play(tmp_path, node, "drain.yml", {"ascend_driver_drain_args": _blocked_args()}, plane=plane)
     assert result["failed"] and result["task"] == DRAIN_TASK, result
     assert "Cannot evict pod as it would violate the pod's disruption budget." in result["stderr"]
     reached = 'error when evicting pods/"%s" -n "%s": global timeout reached: %s' % (
@@ -318,7 +324,7 @@ def test_a_disruption_budget_fails_the_drain_with_kubectls_reason(plane: Plane, 
 def test_a_bare_pod_is_refused_without_force(plane: Plane, tmp_path: Path) -> None:
     node = "w-bare"
     before = _cluster(plane, node, bare=True)
-    result = _play(plane, tmp_path, node, "drain.yml")
+    result = _play(tmp_path, node, "drain.yml", plane=plane)
     assert result["failed"] and result["task"] == DRAIN_TASK, result
     assert "declare no controller (use --force to override): %s/debug" % node in result["stderr"], result["stderr"]
     # kubectl evicts nothing when a pod is refused; the node stays cordoned
@@ -335,9 +341,8 @@ def test_relabel_is_changed_only_when_kubectl_labeled(
     _cluster(plane, node, labels=labelled)
     plane.kubectl("cordon", node)  # by someone else before the window: it stays cordoned
     window = {"node": node, "drained": True, "was_cordoned": True, "paused_labels": WORKER, "allocatable": {}}
-    result = _play(
-        plane, tmp_path, node, "resume.yml", {"ascend_driver_window": window, "ascend_driver_resume_wait": False}
-    )
+    extra = {"ascend_driver_window": window, "ascend_driver_resume_wait": False}
+    result = _play(tmp_path, node, "resume.yml", extra, plane=plane)
     assert not result["failed"], result
     [item] = result["relabel"]["results"]
     assert item["stdout"] == ("node/%s not labeled" if labelled else "node/%s labeled") % node
@@ -356,7 +361,7 @@ def test_a_window_for_cann_or_the_engine_stops_with_kubectls_reason(plane: Plane
     before = _cluster(plane, node, budget=holder == "disruption-budget", bare=holder == "bare-pod")
     args = _blocked_args() if holder == "disruption-budget" else ROLE_DRAIN_ARGS
     extra = {"ascend_driver_window_reason": "CANN", "ascend_driver_state_dir": str(tmp_path / "state")}
-    result = _play(plane, tmp_path, node, "open.yml", dict(extra, ascend_driver_drain_args=args))
+    result = _play(tmp_path, node, "open.yml", dict(extra, ascend_driver_drain_args=args), plane=plane)
     msg = " ".join(result["msg"].split())
     assert result["failed"] and result["task"] == "Stop with what holds the node", result
     # kubectl's last "error:" line is the reason
@@ -496,6 +501,7 @@ def test_a_docker_container_on_davinci_manager_is_waited_for_before_a_driver_upg
     (tmp_path / "sys").mkdir()
     result = _play(
         tmp_path,
+        "w1",
         "idle.yml",
         {
             "ascend_npu": {"driver": {"installed": driver_installed}},
