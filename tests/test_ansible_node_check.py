@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 import yaml
+from cluster.fixtures import Plane, StartPlane, controlplane
 from conftest import FIXTURES, ROOT
 from role_code import PLAYBOOK, ROLES, playbook_env, plugin
 
@@ -290,37 +291,52 @@ def test_the_shipped_wheel_is_taken_only_with_its_checksum(tmp_path: Path) -> No
     assert first["sha256"] == second["sha256"] and first["origin"].startswith("bundled from the checkout")
 
 
-KUBECTL = str(FIXTURES / "kube" / "kubectl")
+def _kubectl_wrapper(plane: Plane, tmp_path: Path) -> Tuple[Path, Path]:
+    """A wrapper of the control plane's real kubectl that records each call (the arguments after the kubeconfig
+    the module passes) in a log; returns (wrapper, log)."""
+    log = tmp_path / "kubectl.log"
+    wrapper = tmp_path / "kubectl"
+    wrapper.write_text(
+        "#!/bin/bash\n"
+        'args=("$@"); [ "${args[0]#--kubeconfig=}" != "${args[0]}" ] && args=("${args[@]:1}")\n'
+        'echo "${args[*]}" >>%s\n'
+        'exec %s "$@"\n' % (log, plane.bins["kubectl"])
+    )
+    wrapper.chmod(0o755)
+    return wrapper, log
 
 
-def _labels(tmp_path: Path, nodes: Dict[str, Dict[str, str]], check: bool = False) -> Dict[str, Any]:
-    """ascend_node_labels for ``nodes`` run by `ansible localhost -m` against the emulated kubectl."""
-    args = json.dumps({"nodes": nodes, "kubectl": KUBECTL})
+def _labels(
+    tmp_path: Path, plane: Plane, kubectl: Path, nodes: Dict[str, Dict[str, str]], check: bool = False
+) -> Dict[str, Any]:
+    """ascend_node_labels for ``nodes`` run by `ansible localhost -m` with ``kubectl`` and the plane's kubeconfig."""
+    args = json.dumps({"nodes": nodes, "kubectl": str(kubectl), "kubeconfig": str(plane.kubeconfig)})
     argv = [str(Path(str(PLAYBOOK)).parent / "ansible"), "localhost", "-m", "ascend_resumable.npu.ascend_node_labels"]
     argv += ["-a", args, "-o"] + (["--check"] if check else [])
-    env = playbook_env(
-        tmp_path,
-        "%s:%s" % (ROOT / "collections", ROOT),
-        KUBE_FIXTURE_STATE=str(tmp_path / "kube"),
-        ASCEND_FIXTURE_ENV=str(tmp_path / "none"),
-        ANSIBLE_PYTHON_INTERPRETER=sys.executable,
-    )
+    env = playbook_env(tmp_path, "%s:%s" % (ROOT / "collections", ROOT), ANSIBLE_PYTHON_INTERPRETER=sys.executable)
+    env.pop("KUBECONFIG", None)  # the module's kubeconfig argument is the only way to the cluster
     run = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False)
     text = run.stdout.split("=>", 1)[1] if "=>" in run.stdout else "{}"
     return dict(json.loads(text), rc=run.returncode)
 
 
 @pytest.mark.skipif(PLAYBOOK is None, reason="ansible-playbook is not installed (make test-venv)")
-def test_the_labels_of_every_node_from_one_kubectl_get_nodes(tmp_path: Path) -> None:
-    env = dict(os.environ, KUBE_FIXTURE_STATE=str(tmp_path / "kube"), ASCEND_FIXTURE_ENV=str(tmp_path / "none"))
-    for node, label in (("w1", "workerselector=dls-worker-node"), ("w2", "workerselector=old"), ("w3", "a=b")):
-        subprocess.run([KUBECTL, "fixture", "node", node, label], env=env, check=True, timeout=60)
+def test_the_labels_of_every_node_from_one_kubectl_get_nodes(start_plane: StartPlane, tmp_path: Path) -> None:
+    """Against the real kubectl and API server (tests/cluster's control plane, KWOK nodes)."""
+    nodes = {"w1": {"workerselector": "dls-worker-node"}, "w2": {"workerselector": "old"}, "w3": {"a": "b"}}
+    plane = start_plane([controlplane.FakeNode(name, labels) for name, labels in nodes.items()])
+    kubectl, log = _kubectl_wrapper(plane, tmp_path)
+
+    def labels(node: str) -> Dict[str, str]:
+        return dict(plane.get_json("node", node)["metadata"]["labels"])
+
+    before = {node: labels(node) for node in nodes}
     wanted = {"w1": {"workerselector": "dls-worker-node"}, "w2": {"workerselector": "dls-worker-node"}}
-    checked = _labels(tmp_path, wanted, check=True)
+    checked = _labels(tmp_path, plane, kubectl, wanted, check=True)
     assert checked["changed"] and checked["updated"] == {"w2": {"workerselector": ["old", "dls-worker-node"]}}
-    log = tmp_path / "kube" / "kubectl.log"
     assert log.read_text().splitlines() == ["get nodes -o json"]  # check mode: read only
-    done = _labels(tmp_path, wanted)
+    assert {node: labels(node) for node in nodes} == before
+    done = _labels(tmp_path, plane, kubectl, wanted)
     assert done["changed"] and done["rc"] == 0, done
     # one read, a label call only for the node that differs, one read back; w3 (not asked for) untouched
     assert log.read_text().splitlines()[1:] == [
@@ -328,7 +344,9 @@ def test_the_labels_of_every_node_from_one_kubectl_get_nodes(tmp_path: Path) -> 
         "label node w2 workerselector=dls-worker-node --overwrite",
         "get nodes -o json",
     ]
-    again = _labels(tmp_path, wanted)
+    assert labels("w2") == dict(before["w2"], workerselector="dls-worker-node")
+    assert labels("w1") == before["w1"] and labels("w3") == before["w3"]
+    again = _labels(tmp_path, plane, kubectl, wanted)
     assert not again["changed"] and log.read_text().splitlines()[4:] == ["get nodes -o json"]
-    missing = _labels(tmp_path, dict(wanted, w9={"a": "b"}))
+    missing = _labels(tmp_path, plane, kubectl, dict(wanted, w9={"a": "b"}))
     assert missing["rc"] != 0 and "node(s) w9 not found by kubectl get nodes" in missing["msg"], missing
