@@ -321,8 +321,8 @@ def test_a_fault_reaped_before_it_was_seen_is_inferred_from_the_restart(tmp_path
     sup.timeline = TimelineWriter(str(tmp_path / "t.jsonl"))
     for rank in (0, 1):
         sup._worker_started({"pid": 1000 + rank, "rank": rank, "restart_count": 0, "time": 1.0})
-    sup._worker_ended(sup.workers[1001], None)  # reaped by the agent before the launcher looked
-    sup._worker_ended(sup.workers[1000], None)
+    sup._worker_ended(sup.workers[1001], None, gone=True)  # reaped by the agent before the launcher looked
+    sup._worker_ended(sup.workers[1000], None, gone=True)
     gone = time.time()
     sup._worker_started({"pid": 1002, "rank": 0, "restart_count": 1, "time": gone + 2.0})
     sup.timeline.close()
@@ -334,12 +334,17 @@ def test_a_fault_reaped_before_it_was_seen_is_inferred_from_the_restart(tmp_path
         "worker-end",
         "worker-end",
         "worker-fault",
+        "fault-detected",
+        "workers-stopped",
         "restart",
         "worker-start",
     ]
-    fault = events[4]
+    fault, detected, stopped, restart = events[4:8]
     assert fault["rank"] == 1 and fault["exit_code"] is None and fault["inferred"] is True
-    assert 1.9 < events[5]["seconds"] < 2.5
+    # the phases: gone unseen, so detected when it was seen gone; stopped when the last process was
+    assert detected["rank"] == 1 and detected["pid"] == 1001 and detected["time"] <= stopped["time"] <= gone
+    assert sorted(stopped["pids"]) == [1000, 1001] and stopped["generation"] == 0
+    assert 1.9 < restart["seconds"] < 2.5
 
 
 def test_worker_reports_of_the_wrong_shape_still_give_a_timeline_the_reader_takes(tmp_path: Path) -> None:
