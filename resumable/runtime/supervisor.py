@@ -637,7 +637,7 @@ class Supervisor:
         """No start ends in silence: in a generation where a process has begun to initialise its process
         group, one that has not finished it start_timeout after it started is hung. The ones that never
         began are taken first (the others wait for them); when all began, every late one is (they wait
-        for a peer on another pod)."""
+        for a peer on another pod). A generation with a fault is left to its recovery."""
         timeout = self.spec.start_timeout
         if timeout <= 0 or self.stop_reason is not None or self.ending:
             return
@@ -645,9 +645,9 @@ class Supervisor:
         generations: Dict[int, List[Worker]] = {}
         for w in self.workers.values():
             generations.setdefault(w.generation, []).append(w)
-        for members in generations.values():
-            if not any(w.phase != "started" for w in members):
-                continue  # nothing here uses a process group (yet)
+        for generation, members in generations.items():
+            if generation in self.faulted or not any(w.phase != "started" for w in members):
+                continue  # being recovered already; or nothing here uses a process group (yet)
             late = [
                 w
                 for w in members
