@@ -522,3 +522,142 @@ def test_a_stopped_worker_is_recorded_as_hung_and_killed_so_the_agent_restarts_i
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=60)
     assert proc.returncode == 128 + signal.SIGTERM
+
+
+def _sup(tmp_path: Path, start_timeout: float = 20.0) -> Any:
+    from conftest import EXAMPLES
+
+    from resumable.api import job_plan, load_plan
+    from resumable.runtime.launch import build_spec
+    from resumable.runtime.supervisor import Supervisor
+    from resumable.runtime.timeline import TimelineWriter
+
+    job = job_plan(load_plan(str(EXAMPLES / "job-level-minimal.yaml")))
+    spec = build_spec(job, {"RANK": "0", "MASTER_ADDR": "a", "MASTER_PORT": "1"}, ["x.py"], str(tmp_path))
+    spec.start_timeout = start_timeout
+    sup = Supervisor(spec)
+    sup.timeline = TimelineWriter(str(tmp_path / "t.jsonl"))
+    return sup
+
+
+def _sleeper() -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+
+
+def test_a_start_without_process_group_in_time_is_a_hang_of_the_rank_that_never_began(tmp_path: Path) -> None:
+    """Issue 27: rank 0 waits in its rendezvous for rank 1, which never began: start_timeout after
+    their start rank 1 is the hang (phase started) and killed; rank 0, waiting, is not blamed, and once
+    the generation has its fault nothing more of it is taken. A generation in which no process began
+    a process group (a script without torch.distributed) is never taken."""
+    sup = _sup(tmp_path)
+    stalled, waiting = _sleeper(), _sleeper()
+    try:
+        for rank, proc in ((0, waiting), (1, stalled)):
+            sup._worker_started({"pid": proc.pid, "rank": rank, "local_rank": rank, "restart_count": 0})
+        sup._check_starts()
+        assert not any(w.hung for w in sup.workers.values())  # no process group begun: not watched
+        for w in sup.workers.values():
+            w.began -= 60
+        sup._check_starts()
+        assert not any(w.hung for w in sup.workers.values())  # still none begun
+        sup._worker_phase("pg-init", {"event": "pg-init", "pid": waiting.pid})
+        sup._check_starts()
+        assert sup.workers[stalled.pid].hung and not sup.workers[waiting.pid].hung
+        assert stalled.wait(timeout=30) == -signal.SIGKILL
+        sup._check_starts()  # the generation has its fault: the waiting rank is left to the recovery
+        assert not sup.workers[waiting.pid].hung
+    finally:
+        for proc in (stalled, waiting):
+            with contextlib.suppress(OSError):
+                proc.kill()
+            proc.wait()
+    sup.timeline.close()
+    (hang,) = [e for e in read_jsonl(tmp_path / "t.jsonl") if e["event"] == "worker-hang"]
+    assert (hang["rank"], hang["cause"], hang["phase"], hang["start_timeout"]) == (1, "start-timeout", "started", 20)
+    assert hang["seconds"] >= 60
+
+
+def test_all_ranks_waiting_for_a_remote_peer_are_taken_together(tmp_path: Path) -> None:
+    sup = _sup(tmp_path)
+    procs = [_sleeper(), _sleeper()]
+    try:
+        for rank, proc in enumerate(procs):
+            sup._worker_started({"pid": proc.pid, "rank": rank, "local_rank": rank, "restart_count": 0})
+            sup._worker_phase("pg-init", {"event": "pg-init", "pid": proc.pid})
+            sup.workers[proc.pid].began -= 60
+        sup._check_starts()
+        assert all(w.hung for w in sup.workers.values()) and sup.fault_ranks == {0, 1}
+    finally:
+        for proc in procs:
+            with contextlib.suppress(OSError):
+                proc.kill()
+            proc.wait()
+
+
+def test_a_recovery_without_new_processes_in_time_stops_the_training(tmp_path: Path) -> None:
+    sup = _sup(tmp_path, start_timeout=30.0)
+    sup._worker_started({"pid": 999990, "rank": 1, "local_rank": 1, "restart_count": 0})
+    sup._worker_ended(sup.workers[999990], -9, gone=True)
+    sup._check_recovery()
+    assert sup.stop_reason is None
+    sup.fault_time -= 31
+    sup._check_recovery()
+    assert sup.stop_reason is not None and "no new training process" in sup.stop_reason
+    sup.timeline.close()
+    events = read_jsonl(tmp_path / "t.jsonl")
+    (timeout,) = [e for e in events if e["event"] == "recovery-timeout"]
+    assert timeout["rank"] == 1 and timeout["start_timeout"] == 30 and timeout["seconds"] >= 31
+    assert next(e for e in events if e["event"] == "fault-detected")["pid"] == 999990
+    assert sup.exit_code() == 128 + signal.SIGKILL  # the fault's own code, for the next rung
+
+
+def test_phase_reports_of_the_wrong_shape_are_taken_without_their_bad_fields(tmp_path: Path) -> None:
+    from resumable.runtime.timeline import read_events
+
+    sup = _sup(tmp_path)
+    sup.timeline.write("launch", job="j", levels=["job"], budget=[])
+    sup._worker_started({"pid": 4242, "rank": 0, "local_rank": 0, "restart_count": 0})
+    sup._worker_phase("pg-ready", {"pid": 4242, "seconds": "soon", "time": float("inf")})
+    sup._worker_phase("pg-error", {"pid": 4242, "error": ["x"] * 3, "seconds": -1})
+    sup._worker_phase("first-collective", {"pid": 4242, "op": "\x1b[2J"})
+    sup._worker_phase("first-collective", {"pid": 777, "op": "all_reduce"})  # not a process of this launch
+    sup._warm({"state": "off", "reason": 5, "import_seconds": 1e400})
+    sup._warm({"state": "bogus"})
+    sup.timeline.close()
+    events = read_events(str(tmp_path / "t.jsonl"))
+    kinds = [e.kind for e in events]
+    assert kinds == ["launch", "worker-start", "pg-ready", "pg-error", "first-collective", "warm"]
+    assert events[2].details["seconds"] is None and events[3].details["error"] is None
+    assert events[4].details["op"] is None and sup.workers[4242].phase == "training"
+
+
+def test_the_drill_is_answered_and_injects_only_into_a_process_of_this_launch(tmp_path: Path) -> None:
+    sup = _sup(tmp_path)
+    sup.spec.max_restarts = 3
+    proc = _sleeper()
+    try:
+        sup._worker_started({"pid": proc.pid, "rank": 4, "local_rank": 1, "restart_count": 0})
+        status = sup._drill({"op": "status"})["status"]
+        assert (status["steady"], status["max_restarts"], status["restart_count"]) == (False, 3, 0)
+        assert "rank 4 is before process group init" in status["why_not"]
+        refused = sup._drill({"op": "inject", "fault": "kill", "local_rank": 1, "signal": 9})
+        assert not refused["ok"] and "not in steady training" in refused["error"]
+        sup.workers[proc.pid].phase = "training"
+        assert sup._drill({"op": "status"})["status"]["steady"]
+        assert (
+            "no training process of local rank 0"
+            in sup._drill({"op": "inject", "fault": "hang", "local_rank": 0})["error"]
+        )
+        assert not sup._drill({"op": "inject", "fault": "kill", "local_rank": 1, "signal": 19})["ok"]  # SIGSTOP
+        assert not sup._drill({"op": "inject", "fault": "exit", "local_rank": 1, "code": 0})["ok"]
+        assert not sup._drill({"op": "inject", "fault": "reboot", "local_rank": 1})["ok"]
+        done = sup._drill({"op": "inject", "fault": "kill", "local_rank": 1, "signal": int(signal.SIGTERM)})
+        assert done["ok"] and done["pid"] == proc.pid and done["rank"] == 4
+        assert proc.wait(timeout=30) == -signal.SIGTERM
+    finally:
+        with contextlib.suppress(OSError):
+            proc.kill()
+        proc.wait()
+    sup.timeline.close()
+    (injected,) = [e for e in read_jsonl(tmp_path / "t.jsonl") if e["event"] == "drill"]
+    assert (injected["fault"], injected["signal"], injected["local_rank"]) == ("kill", "SIGTERM", 1)
