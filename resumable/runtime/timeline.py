@@ -659,10 +659,10 @@ def render(path: str, events: Sequence[Event], show_events: bool = False) -> str
         )
     ]
     if show_events:
-        out.append("  %-10s %-14s %-5s %-5s %s" % ("at", "event", "rank", "exit", "restart"))
+        out.append("  %-10s %-16s %-5s %-5s %s" % ("at", "event", "rank", "exit", "restart"))
         for e in events:
             out.append(
-                "  %-10s %-14s %-5s %-5s %s"
+                "  %-10s %-16s %-5s %-5s %s"
                 % (
                     "%+.2fs" % (e.time - start),
                     _cell(e.kind),
