@@ -82,6 +82,9 @@ SWEEP_SECONDS = 2.0
 #: a launcher loop that did not run for this long restarts every hang watch (its own heartbeat view
 #: is incomplete; the socket queue holds only a few datagrams)
 HANG_GAP_SECONDS = 5.0
+#: how many decimals the durations of a hang or a late start are recorded with (milliseconds): a
+#: silence just over its timeout can read as the timeout itself
+RECORDED_DECIMALS = 3
 PR_SET_CHILD_SUBREAPER = 36
 #: how far a training process got in its start: the start-up hook reports each step
 PHASES = ("started", "pg-init", "pg-ready", "training")
@@ -600,7 +603,7 @@ class Supervisor:
                 w,
                 "heartbeat",
                 "sent no heartbeat for %.0f s (hang timeout %.0f s)" % (now - w.last_beat, timeout),
-                silent_seconds=round(now - w.last_beat, 3),
+                silent_seconds=round(now - w.last_beat, RECORDED_DECIMALS),
                 hang_timeout=timeout,
             )
 
@@ -660,7 +663,7 @@ class Supervisor:
                     "start-timeout",
                     "has not initialised its process group %.0f s after it started (start timeout %.0f s)"
                     % (now - w.began, timeout),
-                    seconds=round(now - w.began, 3),
+                    seconds=round(now - w.began, RECORDED_DECIMALS),
                     start_timeout=timeout,
                 )
 
@@ -679,7 +682,7 @@ class Supervisor:
             "recovery-timeout",
             rank=fault.rank if fault else None,
             restart_count=fault.restart_count if fault else None,
-            seconds=round(waited, 3),
+            seconds=round(waited, RECORDED_DECIMALS),
             start_timeout=timeout,
             phase=phase,
             generation=fault.generation if fault else None,
