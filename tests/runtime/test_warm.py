@@ -131,6 +131,46 @@ def test_a_dying_agent_with_warm_workers_leaves_no_orphans(tmp_path: Path) -> No
     assert kill and set(workers) <= set(kill[0]["pids"])
 
 
+def test_a_hung_warm_worker_is_killed_and_its_exit_code_ends_the_job(tmp_path: Path) -> None:
+    """The heartbeat of a worker forked warm: SIGSTOPped, it is taken for hung after the hang timeout
+    and killed; with no restart left the job ends with the hung worker's code (128 + SIGKILL)."""
+    job = Job(tmp_path, profile_text(npus=2, max_restarts=1, monitor=1, hang_timeout=10, warm=True))
+    proc = job.start("--steps", "100000", "--step-seconds", "0.1")
+    _restart_warm(job, proc)
+    victim = warm_workers(job)[-1]
+    os.kill(victim["pid"], signal.SIGSTOP)
+    out, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 128 + signal.SIGKILL, out[-3000:]
+    (hang,) = job.timeline("worker-hang")
+    assert (hang["pid"], hang["cause"], hang["phase"]) == (victim["pid"], "heartbeat", "training")
+    assert job.timeline("exit")[-1]["exit_code"] == 128 + signal.SIGKILL
+
+
+@pytest.mark.parametrize("then, code", [("exit", 5), ("raise", 1)])
+def test_a_warm_worker_ends_as_a_fresh_one_and_its_code_ends_the_job(tmp_path: Path, then: str, code: int) -> None:
+    """With no restart left, a worker forked warm that calls ``sys.exit(5)`` ends the job with 5; one
+    whose script raises prints the traceback from the script's own frames (none of the warm process's)
+    and exits 1, as ``python -u SCRIPT`` does; the launcher reads that code from the process itself."""
+    job = Job(tmp_path, profile_text(npus=2, max_restarts=1, monitor=1, warm=True))
+    views, hold = tmp_path / "views", tmp_path / "fail-now"
+    views.mkdir()
+    script = [str(PROBE), "--out", str(views), "--hold", str(hold), "--then", then]
+    proc = start_launch(job.profile, job.logs, job.env, script, stderr=subprocess.STDOUT)
+    wait_for(lambda: warm_events(job, "ready"), proc, timeout=300)
+    hold.write_text("")
+    out, _ = proc.communicate(timeout=400)
+    (tmp_path / "launcher.out").write_text(out)
+    assert proc.returncode == code, out[-3000:]
+    (failed,) = [e for e in warm_workers(job) if e["rank"] == 1]
+    fault = job.timeline("worker-fault")[-1]
+    assert (fault["pid"], fault["exit_code"]) == (failed["pid"], code)
+    if then == "raise":
+        trace = out[out.index("Traceback (most recent call last):") :].split("ProbeFailure: ")[0]
+        frames = re.findall(r'File "([^"]+)"', trace)
+        assert frames and all(Path(f).name == "probe_worker.py" for f in frames), trace
+        assert "ProbeFailure: rank 1 of restart 1 fails on purpose" in out
+
+
 def _tmpfs(path: Path, size: str) -> bool:
     path.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%s" % size, "tmpfs", str(path)], capture_output=True)
