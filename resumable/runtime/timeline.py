@@ -698,7 +698,7 @@ def render(path: str, events: Sequence[Event], show_events: bool = False) -> str
         )
     out.append(
         "budget to restart = the level's detect + T1 reschedule terms; the whole recovery adds rollback, comm "
-        "init, checkpoint load and compilation, which happen inside the training script."
+        "init, checkpoint load and compilation, which happen inside the training script (their phases below)."
     )
     out.append("the phases of each recovery (measured by the launcher and in the new processes) against the budget:")
     for number, r in enumerate(items, 1):
