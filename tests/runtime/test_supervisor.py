@@ -29,6 +29,7 @@ from .conftest import (
     executable,
     fake_torch_layout,
     free_port,
+    full_log_disk,
     left_behind,
     process_tree,
     profile_text,
@@ -283,25 +284,10 @@ def test_a_manager_that_dies_mid_run_stops_the_training(tmp_path: Path, vendor_s
     assert left_behind(tree) == []
 
 
-def _tmpfs(path: Path, size: str) -> bool:
-    path.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%s" % size, "tmpfs", str(path)], capture_output=True)
-    return done.returncode == 0
-
-
 def test_a_full_log_disk_leaves_no_process_behind(tmp_path: Path) -> None:
-    disk = tmp_path / "disk"
-    if not _tmpfs(disk, "64k"):
-        pytest.skip("cannot mount a tmpfs here (needs root and mount permission)")
-    try:
+    with full_log_disk(tmp_path / "disk") as logs:
         pod = Pod(tmp_path, profile_text(npus=2, max_restarts=1, monitor=1))
-        pod.logs = disk / "logs"
-        pod.logs.mkdir()
-        fd = os.open(str(disk / "filler"), os.O_WRONLY | os.O_CREAT)  # fill the disk to the last block
-        with contextlib.suppress(OSError):
-            while os.write(fd, b"x" * 512):
-                pass
-        os.close(fd)
+        pod.logs = logs
         proc = pod.start("--steps", "30", "--step-seconds", "0.05", "--exit-code", "3", "--exit-step", "5")
         wait_for(lambda: len(descendants(proc.pid)) >= 3, 30)
         tree = process_tree(proc.pid)
@@ -310,8 +296,6 @@ def test_a_full_log_disk_leaves_no_process_behind(tmp_path: Path) -> None:
         assert "Traceback" not in err, err
         assert "timeline write(s)" in err and "No space left on device" in err
         assert left_behind(tree) == []
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], capture_output=True)
 
 
 def test_a_fault_reaped_before_it_was_seen_is_inferred_from_the_restart(tmp_path: Path) -> None:

@@ -5,7 +5,6 @@ on; a framework whose import initialises a device turns it off with a warning.""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -19,7 +18,7 @@ import pytest
 
 from resumable.runtime.proctable import descendants, proc_stat
 
-from .conftest import FIXTURES, left_behind, process_tree, profile_text, read_jsonl, start_launch
+from .conftest import FIXTURES, full_log_disk, left_behind, process_tree, profile_text, read_jsonl, start_launch
 from .test_e2e_torchrun import Job, wait_for
 
 pytestmark = pytest.mark.slow
@@ -171,25 +170,10 @@ def test_a_warm_worker_ends_as_a_fresh_one_and_its_code_ends_the_job(tmp_path: P
         assert "ProbeFailure: rank 1 of restart 1 fails on purpose" in out
 
 
-def _tmpfs(path: Path, size: str) -> bool:
-    path.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%s" % size, "tmpfs", str(path)], capture_output=True)
-    return done.returncode == 0
-
-
 def test_a_full_log_disk_with_warm_workers_leaves_no_process_behind(tmp_path: Path) -> None:
-    disk = tmp_path / "disk"
-    if not _tmpfs(disk, "64k"):
-        pytest.skip("cannot mount a tmpfs here (needs root and mount permission)")
-    try:
+    with full_log_disk(tmp_path / "disk") as logs:
         job = _warm_job(tmp_path)
-        job.logs = disk / "logs"
-        job.logs.mkdir()
-        fd = os.open(str(disk / "filler"), os.O_WRONLY | os.O_CREAT)  # fill the disk to the last block
-        with contextlib.suppress(OSError):
-            while os.write(fd, b"x" * 512):
-                pass
-        os.close(fd)
+        job.logs = logs
         # the toy worker fails once, late enough for the warm process to be ready on a loaded machine
         script = [str(TOY), "--progress", str(tmp_path / "toy.jsonl"), "--steps", "400", "--step-seconds", "0.05"]
         proc = start_launch(job.profile, job.logs, job.env, [*script, "--exit-code", "3", "--exit-step", "300"])
@@ -203,8 +187,6 @@ def test_a_full_log_disk_with_warm_workers_leaves_no_process_behind(tmp_path: Pa
         assert warm and left_behind(tree) == []  # the warm process too
         attempts = {e["attempt"] for e in read_jsonl(tmp_path / "toy.jsonl")}
         assert attempts == {0, 1}
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], capture_output=True)
 
 
 def test_an_import_that_initialises_a_device_turns_warm_workers_off(tmp_path: Path) -> None:
