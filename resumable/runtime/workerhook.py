@@ -17,7 +17,8 @@ In a training process (a grandchild of the launcher: launcher -> agent -> worker
   functions are put back.
 
 In every process it starts: the per-attempt store keys and the compile mode (see the sitecustomize
-docstring). In torchrun's agent (a child of the launcher) with warm workers on: :mod:`.warm`.
+docstring). In torchrun's agent (a child of the launcher) with warm workers on, the start-up hook
+installs :mod:`.warm` (``warm_workers_wanted``), which builds on this module.
 
 Nothing here raises into the process it runs in; a report that cannot be sent is dropped. The
 module is imported in every training process, so it imports only the standard library and
@@ -456,7 +457,9 @@ def start(warm: bool = False) -> None:
     # imported already (the warm process does not make the call: the worker does, now)
     if jit in ("0", "1") and call is not None and kind != "warm" and (after not in sys.modules or warm):
         after_import(after, lambda: call(jit == "1"), "apply the compile mode")
-    if kind == "agent" and env.get(C.ENV_RESUMABLE_WARM) == "1":
-        from . import warm as warm_workers
 
-        warm_workers.install()
+
+def warm_workers_wanted() -> bool:
+    """This process is torchrun's agent of a launch with warm workers on: the start-up hook then
+    installs ``resumable.runtime.warm`` (which builds on this module, so it is not imported here)."""
+    return role() == "agent" and os.environ.get(C.ENV_RESUMABLE_WARM) == "1"

@@ -47,6 +47,10 @@ def _main() -> None:
     from resumable.runtime import workerhook
 
     workerhook.start()
+    if workerhook.warm_workers_wanted():
+        from resumable.runtime import warm
+
+        warm.install()
 
 
 with contextlib.suppress(Exception):  # never stop a training process
