@@ -75,7 +75,7 @@ typecheck: test-venv
 	$(BIN)/mypy
 
 pytest: test-venv tools
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=40
 
 # The core of resumable must keep working on the oldest Python of the training images.
 py38:

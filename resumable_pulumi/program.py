@@ -110,31 +110,37 @@ def daemonset_timeout(ready_timeout: int, nodes: int) -> int:
     return ready_timeout + DAEMONSET_SECONDS_PER_NODE * max(0, nodes - 1)
 
 
-def providers(cfg: StackConfig, plan: Plan) -> Dict[str, k8s.Provider]:
-    """The stack's two explicit Kubernetes providers (default providers are disabled in Pulumi.yaml).
+def provider(cfg: StackConfig, plan: Plan) -> k8s.Provider:
+    """The stack's one explicit Kubernetes provider (default providers are disabled in Pulumi.yaml).
 
-    Both carry ``cluster_identifier`` (the profile's cluster name): pulumi-kubernetes then replaces
-    resources only when that identifier changes, not when the kubeconfig's address, CA or context
-    does (provider.go DiffConfig). ``adopt`` also sets ``upsertExistingObjects``: since 4.29 a create
-    is a client-side create that fails with AlreadyExists (await.go Creation); with the option it is
-    a server-side apply that takes the object over. Only objects that outlive their stack or are
-    shared by stacks go through it (namespaces, CRDs, volumes, claims: kept on destroy, so a re-up
-    or a job added back finds them), and they are replaced delete-before-create, so an upsert is
-    never followed by the delete of the object it took over.
+    ``cluster_identifier`` (the profile's cluster name): pulumi-kubernetes then replaces resources
+    only when that identifier changes, not when the kubeconfig's address, CA or context does
+    (provider/pkg/provider/provider.go DiffConfig). Server-side apply stays on (the provider's
+    default): in pulumi-kubernetes 4.25 every create is a server-side apply patch without force
+    (provider/pkg/await/await.go:186-211 at v4.25.0, commit f47bc2d6), so an object that outlived its
+    stack (namespaces, CRDs, volumes, claims: kept on destroy) is taken over by the next ``up``, and
+    an object another field manager set to other values stops the update with a conflict naming that
+    manager instead of being overwritten. The kept kinds are replaced delete-before-create, so a
+    take-over is never followed by the delete of the object it took over.
+
+    ``enable_config_map_mutable``: a changed ConfigMap is updated in place. By default the provider
+    replaces it (delete, then create under the fixed name), and a real upgrade showed the profile
+    ConfigMap a running job mounts deleted and re-created by a change of the profile.
     """
-    common: Dict[str, Any] = {
-        "kubeconfig": cfg.kubeconfig,
-        "context": cfg.context,
-        "cluster_identifier": cfg.cluster_identifier or plan.cluster_name,
-    }
-    return {
-        "default": k8s.Provider("kubernetes", **common),
-        "adopt": k8s.Provider("kubernetes-adopt", upsert_existing_objects=True, **common),
-    }
+    return k8s.Provider(
+        "kubernetes",
+        kubeconfig=cfg.kubeconfig,
+        context=cfg.context,
+        cluster_identifier=cfg.cluster_identifier or plan.cluster_name,
+        enable_config_map_mutable=True,
+    )
 
 
-def cluster_reference(cfg: StackConfig, plan: Plan) -> Optional[pulumi.StackReference]:
-    """The cluster stack a workload stack runs on; its release must be the plan's."""
+def cluster_reference(cfg: StackConfig, plan: Plan) -> Optional[pulumi.Output[List[pulumi.Resource]]]:
+    """The cluster stack a workload stack runs on, as a dependency that resolves only when its
+    release is the plan's: every component of the job stack depends on it, so a cluster stack of
+    another release stops the update before any object is created (an export alone is checked only
+    after the resources that do not wait for it are created, which a real ``pulumi up`` showed)."""
     if not cfg.cluster_stack:
         pulumi.log.info(
             f"workload stack without clusterStack: adopting the MindCluster {plan.scheduler.release} already running "
@@ -153,8 +159,9 @@ def cluster_reference(cfg: StackConfig, plan: Plan) -> Optional[pulumi.StackRefe
             )
         return str(release or wanted)
 
-    pulumi.export("clusterRelease", ref.get_output("mindcluster").apply(same_release))
-    return ref
+    release = ref.get_output("mindcluster").apply(same_release)
+    pulumi.export("clusterRelease", release)
+    return release.apply(lambda _: [ref])
 
 
 def deploy(config: Optional[pulumi.Config] = None) -> Dict[str, Any]:
@@ -173,10 +180,9 @@ def deploy(config: Optional[pulumi.Config] = None) -> Dict[str, Any]:
             profile_text = read_profile_text(plan)
         except ResumableError as exc:
             raise pulumi.RunError(str(exc)) from None
-    provider = providers(cfg, plan)
-    opts = pulumi.ResourceOptions(providers=[provider["default"]])
-    adopt = pulumi.ResourceOptions(providers=[provider["adopt"]])
-    out: Dict[str, Any] = {"provider": provider["default"], "providers": provider, "scheduler": None}
+    kubernetes = provider(cfg, plan)
+    opts = pulumi.ResourceOptions(providers=[kubernetes])
+    out: Dict[str, Any] = {"provider": kubernetes, "scheduler": None}
     out.update(storage=None, images={}, jobs=None, cluster=None)
     pulumi.export(
         "mindcluster",
@@ -198,7 +204,6 @@ def deploy(config: Optional[pulumi.Config] = None) -> Dict[str, Any]:
                 retain_on_delete=cfg.retain_on_delete,
                 ready_timeout=cfg.ready_timeout,
                 daemonset_timeout=daemonset_timeout(cfg.ready_timeout, nodes),
-                adopt_provider=provider["adopt"],
             ),
             opts,
         )
@@ -210,8 +215,11 @@ def deploy(config: Optional[pulumi.Config] = None) -> Dict[str, Any]:
     if cfg.role == "cluster":
         return out
     if cfg.role == "workload":
-        out["cluster"] = cluster_reference(cfg, plan)
-    storage = SharedStorage("storage", SharedStorageArgs(plan, retain_on_delete=cfg.retain_on_delete), adopt)
+        checked = cluster_reference(cfg, plan)
+        out["cluster"] = checked
+        if checked is not None:
+            opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=checked))
+    storage = SharedStorage("storage", SharedStorageArgs(plan, retain_on_delete=cfg.retain_on_delete), opts)
     images: Dict[str, RuntimeImage] = {}
     for job in plan.jobs:
         tags = image_tags(cfg, plan, job)
@@ -228,6 +236,7 @@ def deploy(config: Optional[pulumi.Config] = None) -> Dict[str, Any]:
                 password=cfg.registry_password,
                 build_on_preview=cfg.build_on_preview,
             ),
+            opts,
         )
     jobs = TrainingJobs(
         "jobs",

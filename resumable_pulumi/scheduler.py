@@ -17,8 +17,9 @@ Lifecycle decisions (docs/pulumi.md):
   ``daemonset_timeout`` (their rollout visits every node), so a cluster whose nodes are not
   labelled or whose images are not loaded fails in minutes, not after the provider's 10-minute
   default, with the provider's message naming the unschedulable pods.
-- With ``adopt_provider``, namespaces and CRDs go through the provider that upserts and are
-  replaced delete-before-create (resumable_pulumi/program.py ``providers``).
+- Namespaces and CRDs are replaced delete-before-create: a create is a server-side apply that takes
+  a kept object over (resumable_pulumi/program.py ``provider``), and must never be followed by the
+  delete of the object it took over.
 """
 
 from __future__ import annotations
@@ -103,9 +104,6 @@ class MindClusterSchedulerArgs:
     ready_timeout: Optional[int] = None
     #: seconds for each DaemonSet (a rollout visits every node); None: ``ready_timeout``
     daemonset_timeout: Optional[int] = None
-    #: the provider for the kept objects (namespaces, CRDs, pull secrets' namespaces): one that
-    #: upserts, so a re-up after destroy or a cluster that already has them takes them over
-    adopt_provider: Optional[pulumi.ProviderResource] = None
 
 
 class MindClusterScheduler(pulumi.ComponentResource):
@@ -174,7 +172,7 @@ class MindClusterScheduler(pulumi.ComponentResource):
         if wait is not None and kind in AWAITED_KINDS:
             limit = f"{wait}s"
             timeouts = pulumi.CustomTimeouts(create=limit, update=limit)
-        kept = kind in RETAINED_KINDS and self.args.adopt_provider is not None
+        kept = kind in RETAINED_KINDS
         return pulumi.ResourceOptions(
             parent=self,
             depends_on=list(depends_on),
@@ -182,7 +180,6 @@ class MindClusterScheduler(pulumi.ComponentResource):
             aliases=aliases or None,
             delete_before_replace=(old is not None and kind == "DaemonSet") or kept or None,
             custom_timeouts=timeouts,
-            provider=self.args.adopt_provider if kept else None,
         )
 
     def _create(self, obj: Dict[str, Any], depends_on: List[pulumi.Resource]) -> pulumi.CustomResource:

@@ -3,11 +3,11 @@
 Objects from :func:`resumable.manifests.storage.objects` and
 :func:`resumable.manifests.deployment.workload_namespaces` (what ``resumable render`` writes).
 Claims, volumes and namespaces are ``retain_on_delete``: ``pulumi destroy`` never takes the compile
-cache or the checkpoints with it (docs/pulumi.md says how to remove them on purpose). The program
-hands this component the provider that upserts (resumable_pulumi/program.py ``providers``): a job removed
-and added back, or a stack destroyed and brought up again, finds its kept claim and volume and takes
-them over instead of failing with AlreadyExists; they are replaced delete-before-create, so an
-upsert is never followed by a delete of the object it took over. Every name comes from the job and
+cache or the checkpoints with it (docs/pulumi.md says how to remove them on purpose). A create is a
+server-side apply (resumable_pulumi/program.py ``provider``): a job removed and added back, or a
+stack destroyed and brought up again, finds its kept claim and volume and takes them over; they are
+replaced delete-before-create, so a take-over is never followed by a delete of the object it took
+over. Every name comes from the job and
 the purpose (resumable/plan/storage.py), so adding a job changes no existing object.
 """
 

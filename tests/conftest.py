@@ -23,6 +23,10 @@ import yaml
 if TYPE_CHECKING:  # pragma: no cover
     from resumable.plan.model import Plan
 
+#: the cluster fixtures (start_plane, kube_cluster) for every test directory; a name, not an import,
+#: so the standalone checkers that import this module need no pytest
+pytest_plugins = ["cluster.fixtures"]
+
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 FIXTURES = TESTS / "fixtures"

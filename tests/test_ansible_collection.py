@@ -87,3 +87,54 @@ def test_the_installed_playbooks_run_by_their_collection_names(installed: Path, 
             tmp_path,
             ANSIBLE_COLLECTIONS_PATH=str(collections),
         )
+
+
+BUILD = REPO / "scripts" / "build-collection.sh"
+
+
+@pytest.mark.skipif(PLAYBOOK is None, reason="ansible-playbook is not installed (make test-venv)")
+def test_the_built_tarball_ships_the_resumable_wheel_and_preflight_plans_with_it(tmp_path: Path) -> None:
+    """scripts/build-collection.sh puts the resumable wheel (with its sha256) into the tarball, so that
+    `ansible-galaxy collection install` + `ansible-playbook ascend_resumable.npu.preflight` plans the profile with
+    no `resumable` on PATH and nothing of this checkout on the collections path (molecule/site converges nodes
+    from such a tarball)."""
+    import hashlib
+    import sys
+
+    build = subprocess.run(
+        [str(BUILD), str(tmp_path / "dist"), sys.executable], capture_output=True, text=True, timeout=600, check=False
+    )
+    assert build.returncode == 0, build.stdout + build.stderr
+    tarball = Path(build.stdout.splitlines()[-1])
+    with tarfile.open(tarball) as tar:
+        wheels = [m for m in tar.getnames() if m.startswith("roles/resumable_install/files/wheel/")]
+    assert sorted(Path(m).suffix for m in wheels) == [".sha256", ".whl"], wheels
+    collections = tmp_path / "collections"
+    _run([str(GALAXY), "collection", "install", "--offline", "--force", str(tarball), "-p", str(collections)], tmp_path,
+         ANSIBLE_COLLECTIONS_PATH=str(collections))  # fmt: skip
+    shipped = collections / "ansible_collections/ascend_resumable/npu/roles/resumable_install/files/wheel"
+    (wheel,) = shipped.glob("*.whl")
+    digest = (shipped / (wheel.name + ".sha256")).read_text().split()[0]
+    assert hashlib.sha256(wheel.read_bytes()).hexdigest() == digest
+    assert (tarball.parent / wheel.name).read_bytes() == wheel.read_bytes()  # and beside the tarball
+    inventory = tmp_path / "hosts.yml"
+    profile = REPO / "tests" / "fixtures" / "profiles" / "site.yaml"
+    inventory.write_text(
+        yaml.safe_dump(
+            {
+                "all": {
+                    "vars": {"ascend_preflight_profile": str(profile)},
+                    "children": {"ascend_cluster": {"children": {"ascend_compute": {"hosts": {"n1": {}}}}}},
+                }
+            }
+        )
+    )
+    # no `resumable` anywhere on PATH: the controller plans with the shipped wheel
+    path = ":".join(p for p in os.environ.get("PATH", "").split(":") if p and not (Path(p) / "resumable").exists())
+    plan = _run(
+        [str(PLAYBOOK), "-i", str(inventory), "ascend_resumable.npu.preflight"],
+        tmp_path,
+        ANSIBLE_COLLECTIONS_PATH=str(collections),
+        PATH=path,
+    )
+    assert "profile %s: ascend-910b" % profile in " ".join(plan.stdout.split()), plan.stdout

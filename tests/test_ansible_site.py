@@ -43,7 +43,8 @@ def test_site_runs_every_stage_in_order() -> None:
     stages = [p["ansible.builtin.import_playbook"] for p in _load(COLLECTION / "playbooks" / "site.yml")]
     assert stages == ["ascend_resumable.npu." + s for s in ("preflight", "facts", "compute", "nodes")]
     roles = _roles_of(REPO / "site.yml")
-    order = ["npu_facts", "ascend_driver", "ascend_cann", "ascend_docker_runtime", "mindcluster_node"]
+    # facts.yml reads a compute node through ascend_driver's read (once for the run), then reports with npu_facts
+    order = ["ascend_driver", "npu_facts", "ascend_cann", "ascend_docker_runtime", "mindcluster_node"]
     order = ["ascend_resumable.npu." + r for r in [*order, "shared_storage", "resumable_install"]]
     assert [r for r in order if r in roles] == order
     assert [roles.index(r) for r in order] == sorted(roles.index(r) for r in order)
@@ -71,10 +72,22 @@ def test_site_scenario_is_a_management_node_and_two_compute_nodes() -> None:
     groups = {p["name"]: set(p["groups"]) for p in scenario["platforms"]}
     assert sorted(n for n, g in groups.items() if "ascend_management" in g) == ["site-mgmt"]
     assert sorted(n for n, g in groups.items() if "ascend_compute" in g) == ["site-npu1", "site-npu2"]
+    # site.yml as users run it from the Galaxy tarball prepare.yml builds and installs into an empty path
     assert _load(REPO / "molecule" / "site" / "converge.yml") == [
-        {"name": "The whole site.yml", "ansible.builtin.import_playbook": "../../site.yml"}
+        {
+            "name": "The whole site.yml, from the collection installed from its tarball",
+            "ansible.builtin.import_playbook": "ascend_resumable.npu.site",
+        }
+    ]
+    prepare = (REPO / "molecule" / "site" / "prepare.yml").read_text()
+    assert "scripts/build-collection.sh" in prepare and "collection, install" in prepare
+    paths = scenario["provisioner"]["env"]["ANSIBLE_COLLECTIONS_PATH"].split(":")
+    assert paths == [
+        "${MOLECULE_PROJECT_DIRECTORY}/.cache/molecule-site/collections",
+        "${MOLECULE_PROJECT_DIRECTORY}/collections",
     ]
     sequence = scenario["scenario"]["test_sequence"]
+    assert sequence.index("prepare") < sequence.index("syntax") < sequence.index("converge")
     assert sequence.index("converge") < sequence.index("idempotence") < sequence.index("side_effect")
     assert scenario["provisioner"]["playbooks"]["side_effect"].endswith("molecule-check-mode.yml")
     assert "site" in (REPO / "scripts" / "test-ansible.sh").read_text()

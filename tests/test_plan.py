@@ -503,7 +503,7 @@ def _hang(plan: Plan) -> Any:
 def test_hang_timeout_is_derived_from_the_floor_and_the_monitor_interval() -> None:
     # the example: monitor_interval 1, so the floor (60 s) decides; HCCL_EXEC_TIMEOUT is far above it
     seconds, text = _hang(plan_of("pytorch-process-recovery.yaml"))
-    assert seconds == 60 and "HCCL_EXEC_TIMEOUT" not in text
+    assert seconds == 60 and "HCCL_EXEC_TIMEOUT" not in text and "counted as 1 s" not in text
     assert plan_of("pytorch-process-recovery.yaml").jobs[0].launcher.heartbeat_seconds == 2.0
     # a slow agent tick raises it: three monitor intervals
     seconds, _ = _hang(variant("pytorch-process-recovery.yaml", jobs__0__recovery__monitor_interval=40))
@@ -512,7 +512,8 @@ def test_hang_timeout_is_derived_from_the_floor_and_the_monitor_interval() -> No
     doc = yaml.safe_load((EXAMPLES / "pytorch-process-recovery.yaml").read_text())
     doc["jobs"][0]["recovery"].pop("monitor_interval", None)
     unset = build_plan(parse_profile(yaml.safe_dump(doc), "x"), "x")
-    assert _hang(unset)[0] == 60
+    seconds, text = _hang(unset)
+    assert seconds == 60 and "an unset recovery.monitor_interval counted as 1 s" in text
 
 
 def test_hang_timeout_from_the_profile_and_the_collective_timeout_note() -> None:

@@ -63,7 +63,7 @@ def run_stack(python: Path, stack: str) -> Dict[str, Any]:
 def test_program_runs_in_a_venv_built_from_requirements() -> None:
     python = fresh_venv()
     cluster = run_stack(python, "ascend-a2-cluster")["types"]  # the scheduling stack
-    assert cluster["pulumi:providers:kubernetes"] == 2
+    assert cluster["pulumi:providers:kubernetes"] == 1  # one provider, every create a server-side apply
     assert cluster["kubernetes:apps/v1:Deployment"] >= 4
     assert "kubernetes:mindxdl.gitee.com/v1:AscendJob" not in cluster
     summary = run_stack(python, "mindspore-process-recovery")  # a job stack on it: image and job

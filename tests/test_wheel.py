@@ -147,7 +147,7 @@ def test_the_wheel_carries_the_pulumi_components(installed: Installed) -> None:
     modules = {p.name for p in (ROOT / "resumable_pulumi").glob("*.py")}
     assert {f"resumable_pulumi/{n}" for n in modules} | {"resumable_pulumi/py.typed"} <= names
     assert "pulumi" in meta.get_all("Provides-Extra", [])
-    assert 'pulumi-kubernetes>=4.29; python_version >= "3.10" and extra == "pulumi"' in meta.get_all(
+    assert 'pulumi-kubernetes<4.29,>=4.25; python_version >= "3.10" and extra == "pulumi"' in meta.get_all(
         "Requires-Dist", []
     )
 

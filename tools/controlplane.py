@@ -53,6 +53,10 @@ NODE_PODS = "110"
 SHIPPED_CONTEXTS = ("ascend-a2", "ascend-x86", "ascend-legacy")
 
 
+class UsageError(Exception):
+    """A mistake in what the user asked (exit 2)."""
+
+
 class ControlPlaneError(Exception):
     """The control plane could not start or stop: the message says which program and its log."""
 
@@ -63,10 +67,15 @@ class Process:
     argv: List[str]
     pid: int
     log: str
+    child: Optional[subprocess.Popen[bytes]] = field(default=None, repr=False, compare=False)
 
     def alive(self) -> bool:
-        """Still running, and still the program we started (a PID can be reused): its executable,
-        which, unlike the command line, stays readable while the program re-executes itself."""
+        """Still running, and still the program we started. A process this Python started is
+        asked through its handle (which also reaps it); one recorded by another run (``down``) is
+        checked by its executable, because a PID can be reused: unlike the command line, the
+        executable stays readable while the program re-executes itself."""
+        if self.child is not None:
+            return self.child.poll() is None
         proc = Path(f"/proc/{self.pid}")
         try:
             state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -216,7 +225,7 @@ class ControlPlane:
                 cwd=self.workdir,
                 start_new_session=True,
             )
-        process = Process(name, argv, child.pid, str(log))
+        process = Process(name, argv, child.pid, str(log), child)
         self.processes.append(process)
         self._record()
         return process
@@ -353,9 +362,12 @@ class ControlPlane:
         return done
 
     def add_nodes(self, nodes: Sequence[FakeNode]) -> None:
-        """Create the fake nodes and wait until KWOK reports each Ready."""
-        manifest = json.dumps({"apiVersion": "v1", "kind": "List", "items": [n.manifest() for n in nodes]})
-        self.kubectl("create", "-f", "-", stdin=manifest)
+        """Create the fake nodes (those a restarted control plane does not have already: its etcd
+        data are kept) and wait until KWOK reports each Ready."""
+        present = {item["metadata"]["name"] for item in self.get_json("nodes")["items"]}
+        missing = [n.manifest() for n in nodes if n.name not in present]
+        if missing:
+            self.kubectl("create", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": missing}))
         names = [f"node/{n.name}" for n in nodes]
         self.kubectl("wait", "--for=condition=Ready", "--timeout=90s", *names, timeout=120)
 
@@ -392,7 +404,14 @@ def wait_for(ready: Any, seconds: float, process: Process, check: Any) -> None:
         time.sleep(0.2)
 
 
-def stop_processes(processes: Sequence[Process], grace: float = 10.0) -> None:
+#: seconds a process may take to exit on SIGTERM. The components exit in well under a second; the
+#: API server's graceful termination waits on open watches (over 15 s measured) and etcd waits for
+#: the API server, for nothing a local control plane needs. etcd runs with --unsafe-no-fsync, its
+#: writes already in the page cache, so a SIGKILL loses no state of a sandbox that is started again.
+STOP_GRACE = 2.0
+
+
+def stop_processes(processes: Sequence[Process], grace: float = STOP_GRACE) -> None:
     """SIGTERM each process group we started (newest first), wait, then SIGKILL what is left."""
     alive = [p for p in reversed(processes) if p.alive()]
     for process in alive:
@@ -401,23 +420,30 @@ def stop_processes(processes: Sequence[Process], grace: float = 10.0) -> None:
     deadline = time.monotonic() + grace
     for process in alive:
         while process.alive() and time.monotonic() < deadline:
-            reap(process.pid)
+            reap(process)
             time.sleep(0.1)
         if process.alive():
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, signal.SIGKILL)
     for process in alive:
+        if process.child is not None:  # our own child: its exit status is the proof
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.child.wait(timeout=30)
+            continue
         for _ in range(50):
-            reap(process.pid)
+            reap(process)
             if not process.alive():
                 break
             time.sleep(0.1)
 
 
-def reap(pid: int) -> None:
+def reap(process: Process) -> None:
     """Collect a child's exit status (a no-op for a process another run started)."""
+    if process.child is not None:
+        process.child.poll()
+        return
     with contextlib.suppress(ChildProcessError, OSError):
-        os.waitpid(pid, os.WNOHANG)
+        os.waitpid(process.pid, os.WNOHANG)
 
 
 def recorded(workdir: Path) -> List[Process]:
@@ -446,7 +472,7 @@ def plan_json(profile: Path) -> Dict[str, Any]:
         check=False,
     )
     if done.returncode != 0:
-        raise ControlPlaneError(f"resumable plan {profile} failed: {done.stderr.strip()}")
+        raise UsageError(f"resumable plan {profile} failed: {done.stderr.strip()}")
     data: Dict[str, Any] = json.loads(done.stdout)
     return data
 
@@ -468,15 +494,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 (args.dir / PROCESSES_FILE).unlink()
             return 0
         if any(p.alive() for p in recorded(args.dir)):
-            raise ControlPlaneError(
-                f"a control plane already runs in {args.dir}: stop it first (`down --dir {args.dir}`)"
-            )
+            raise UsageError(f"a control plane already runs in {args.dir}: stop it first (`down --dir {args.dir}`)")
         nodes = nodes_from_plan(plan_json(args.profile), args.compute_nodes) if args.profile else []
         plane = ControlPlane(args.dir)
         plane.start(nodes)
         print(plane.kubeconfig)
         return 0
-    except (ControlPlaneError, go_tools.ToolError) as exc:
+    except (UsageError, go_tools.ToolError) as exc:  # what the user asked, or tools not built yet
+        print(f"controlplane: {exc}", file=sys.stderr)
+        return 2
+    except ControlPlaneError as exc:  # a program that did not start: its log is named
         print(f"controlplane: {exc}", file=sys.stderr)
         return 1
 

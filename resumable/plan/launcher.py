@@ -58,6 +58,11 @@ def hang_timeout(f: JobFacts) -> Tuple[int, Note]:
     else:
         seconds = max(C.HANG_FLOOR_SECONDS, C.HANG_MONITOR_TICKS * (r.monitor_interval or 1))
         why = "the larger of %d s and %d x the monitor interval" % (C.HANG_FLOOR_SECONDS, C.HANG_MONITOR_TICKS)
+        if r.monitor_interval is None:
+            why += (
+                ", an unset recovery.monitor_interval counted as 1 s (torchrun's own default is 0.1 s in torch "
+                "2.13, 5 s in older torch)"
+            )
     text = (
         "a training process without a heartbeat for %d s (%s; one every %g s from the start-up hook) is "
         "recorded as hung and killed, so the agent's recovery takes over" % (seconds, why, C.HEARTBEAT_SECONDS)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from conftest import EXAMPLES
 
-from .conftest import StartPlane, controlplane, plan_nodes
+from .fixtures import StartPlane, controlplane, plan_nodes
 
 
 def test_nodes_from_the_plan_are_ready_with_their_labels_and_npus(start_plane: StartPlane) -> None:
@@ -47,15 +47,17 @@ def test_every_process_is_stopped_when_the_test_fails(tmp_path: Path) -> None:
     plane = controlplane.ControlPlane(tmp_path / "plane")
     try:
         plane.start()
-        pids = [p.pid for p in plane.processes]
-        assert len(pids) == 5 and all(p.alive() for p in plane.processes)
+        started = list(plane.processes)
+        pids = [p.pid for p in started]
+        assert len(pids) == 5 and all(p.alive() for p in started)
         raise RuntimeError("a test fails here")
     except RuntimeError:
         pass
     finally:
         plane.stop()
-    for pid in pids:
-        assert not Path(f"/proc/{pid}").exists() or _zombie(pid), f"process {pid} left running"
+    for process in started:  # each exited and was reaped: its exit status was collected
+        assert process.child is not None and process.child.returncode is not None, f"{process.name} left running"
+        assert not Path(f"/proc/{process.pid}/exe").exists() or not _same_program(process)
     assert not (tmp_path / "plane" / controlplane.PROCESSES_FILE).exists()
 
 
@@ -74,8 +76,9 @@ def test_down_stops_what_up_started_and_nothing_else(tmp_path: Path) -> None:
     assert Path(f"/proc/{bystander}").exists()  # a PID whose command line is not ours is left alone
 
 
-def _zombie(pid: int) -> bool:
+def _same_program(process: controlplane.Process) -> bool:
+    """The PID (possibly reused by now) runs the program we started."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+        return os.readlink(f"/proc/{process.pid}/exe") == os.path.realpath(process.argv[0])
     except OSError:
-        return True
+        return False

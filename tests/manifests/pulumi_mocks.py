@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import runpy
 import sys
 from dataclasses import dataclass
@@ -23,8 +24,6 @@ import pulumi
 import yaml
 from conftest import ROOT, example_profile
 from pulumi.runtime.mocks import MockMonitor
-
-from . import pulumi_config
 
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -185,29 +184,23 @@ def project() -> Dict[str, Any]:
     return doc
 
 
-def merged_config(
-    config: Dict[str, Any], secret_keys: Optional[List[str]] = None, stack: str = "test", validate: bool = True
-) -> Dict[str, pulumi_config.Value]:
-    """``config`` (keys with or without the project prefix, as a Pulumi.<stack>.yaml holds them)
-    merged with Pulumi.yaml the way the CLI merges it (tests/manifests/pulumi_config.py); the keys in
-    ``secret_keys`` are held as secure values, as ``pulumi config set --secret`` stores them."""
-    secrets = {k if ":" in k else f"{PROJECT}:{k}" for k in (secret_keys or [])}
-    values: Dict[str, Any] = {}
+def program_config(config: Dict[str, Any]) -> Dict[str, str]:
+    """``config`` (keys with or without the project prefix, as a Pulumi.<stack>.yaml holds them) as
+    the engine hands it to the program: full keys, strings as they are, other values as JSON. The
+    CLI's own merge with Pulumi.yaml and its type checks run for real in tests/cluster (the program
+    needs neither: a key it does not find takes the default Pulumi.yaml declares)."""
+    out: Dict[str, str] = {}
     for key, value in config.items():
         full = key if ":" in key else f"{PROJECT}:{key}"
-        values[full] = {"secure": value} if full in secrets else value
-    return pulumi_config.merge(stack, project(), values, validate=validate)
+        out[full] = value if isinstance(value, str) else json.dumps(value)
+    return out
 
 
-def run_program(
-    config: Dict[str, Any], secret_keys: Optional[List[str]] = None, validate: bool = True
-) -> Dict[str, Any]:
-    """Run __main__.py under the mocks on ``config`` after the CLI's merge with Pulumi.yaml (a
-    :class:`pulumi_config.ConfigError` is what ``pulumi preview`` would print instead of running
-    the program). ``validate=False`` merges as ``pulumi preview --skip-config-validation`` does
-    (defaults applied, nothing refused), to reach the program's own checks."""
-    merged = merged_config(config, secret_keys, validate=validate)
-    pulumi.runtime.set_all_config(pulumi_config.program_config(merged), pulumi_config.secret_keys(merged))
+def run_program(config: Dict[str, Any], secret_keys: Optional[List[str]] = None) -> Dict[str, Any]:
+    """Run __main__.py under the mocks on ``config``; the keys in ``secret_keys`` are secrets, as
+    ``pulumi config set --secret`` makes them."""
+    secrets = [k if ":" in k else f"{PROJECT}:{k}" for k in (secret_keys or [])]
+    pulumi.runtime.set_all_config(program_config(config), secrets)
     try:
         return runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
     finally:

@@ -232,7 +232,7 @@ def test_resource_graph(program: Any, name: str) -> Any:
         by_type: Dict[str, int] = {}
         for r in registered():
             by_type[r.type] = by_type.get(r.type, 0) + 1
-        assert by_type["pulumi:providers:kubernetes"] == 2  # the default one and the one that upserts
+        assert by_type["pulumi:providers:kubernetes"] == 1  # the one explicit provider
         assert by_type.get("ascend-resumable:stack:MindClusterScheduler", 0) == (1 if exp.role == "all" else 0)
         assert by_type["ascend-resumable:stack:SharedStorage"] == 1
         assert by_type["ascend-resumable:stack:TrainingJobs"] == 1
@@ -271,19 +271,18 @@ def test_wiring_provider_parents_dependencies_retain(program: Any, name: str) ->
 
     def check(_: Any) -> None:
         regs = registered()
-        providers = {r.request.name: r for r in regs if r.type == "pulumi:providers:kubernetes"}
-        default, adopt = providers["kubernetes"], providers["kubernetes-adopt"]
-        # provider inputs reach the engine as strings (the SDK serializes provider config that way)
-        assert adopt.inputs.get("upsertExistingObjects") == "true" and "upsertExistingObjects" not in default.inputs
-        cluster = CLUSTER_NAMES[name]
-        assert default.inputs["clusterIdentifier"] == adopt.inputs["clusterIdentifier"] == cluster
+        (provider,) = [r for r in regs if r.type == "pulumi:providers:kubernetes"]
+        assert provider.request.name == "kubernetes"
+        # server-side apply stays the provider's default (a create takes a kept object over)
+        assert "enableServerSideApply" not in provider.inputs
+        # a changed ConfigMap is updated in place, not deleted under the job that mounts it
+        assert provider.inputs["enableConfigMapMutable"] == "true"
+        assert provider.inputs["clusterIdentifier"] == CLUSTER_NAMES[name]
         urns = {r.type: r.urn for r in regs if r.type.startswith("ascend-resumable:")}
         kept = ("Namespace", "CustomResourceDefinition", "PersistentVolume", "PersistentVolumeClaim")
         for r in kubernetes_objects():
-            # the Job that prepares the storage is the shared storage's: kept and adopted with it
-            provider = adopt if r.inputs["kind"] in kept or is_storage_prepare(r) else default
-            assert r.request.provider.startswith(provider.urn + "::"), f"{r.key} not on {provider.request.name}"
-            # an upsert followed by the delete of the old object would delete what it took over
+            assert r.request.provider.startswith(provider.urn + "::"), f"{r.key} not on the stack's provider"
+            # a take-over followed by the delete of the old object would delete what it took over
             assert bool(r.request.deleteBeforeReplace) or r.inputs["kind"] not in kept, r.key
             assert r.request.parent in urns.values(), f"{r.key} is not a component's child"
         objs = {r.key: r for r in kubernetes_objects()}

@@ -16,9 +16,11 @@ tests/manifests/test_storage_prepare.py).
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
+import sys
 from pathlib import Path
-from typing import Any, List, Sequence
+from typing import Any, Dict, List, Sequence
 
 import pytest
 import yaml
@@ -102,3 +104,56 @@ def test_apply_diff_and_delete_one_job(cluster: Cluster, tmp_path: Path) -> None
     assert cluster.get("crd", "ascendjobs.mindxdl.gitee.com").returncode == 0
     assert cluster.get("pvc", "%s-checkpoints" % JOBS[0], "-n", "training").returncode == 0
     assert cluster.get("namespace", "training").returncode == 0
+
+
+def printed_sections(text: str) -> Dict[str, List[List[str]]]:
+    """The commands ``render`` prints, by the heading above them ("apply, in this order:", ...)."""
+    sections: Dict[str, List[List[str]]] = {}
+    heading = ""
+    for line in text.splitlines():
+        if line.startswith("  kubectl "):
+            sections.setdefault(heading, []).append(shlex.split(line.split("   # ")[0]))
+        elif line.endswith(":"):
+            heading = line
+    return sections
+
+
+@pytest.mark.parametrize("example", sorted(p.stem for p in EXAMPLES.glob("*.yaml")))
+def test_every_example_applies_on_a_fresh_cluster_as_render_prints_it(
+    example: str, start_plane: Any, tmp_path: Path
+) -> None:
+    """What a new user does: ``resumable render PROFILE --out DIR``, then the kubectl lines it printed,
+    in order, on a new cluster with the example's nodes; the printed diff finds nothing; the printed
+    delete removes the job alone. The shipped example as is (NFS examples wait for their prepare Job,
+    which KWOK completes)."""
+    from cluster.fixtures import plan_nodes
+
+    plane = start_plane(plan_nodes(EXAMPLES / f"{example}.yaml"))
+    cluster = Cluster([str(plane.bins["kubectl"])], str(plane.kubeconfig), runs_pods=True)
+    out = tmp_path / "rendered"
+    done = subprocess.run(
+        [sys.executable, "-m", "resumable", "render", str(EXAMPLES / f"{example}.yaml"), "--out", str(out)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    sections = printed_sections(done.stdout + done.stderr)
+    assert set(sections) == {
+        "apply, in this order:",
+        "see what a new render would change:",
+        "remove one job (its storage, the other jobs and the stack stay):",
+    }, sections
+    for argv in sections["apply, in this order:"]:
+        cluster.run(Step(tuple(argv), "as printed"))
+    for argv in sections["see what a new render would change:"]:
+        diff = cluster.run(Step(tuple(argv), "as printed"), check=False)
+        assert diff.returncode == 0, "%s shows a difference after the apply:\n%s%s" % (argv, diff.stdout, diff.stderr)
+    (delete,) = sections["remove one job (its storage, the other jobs and the stack stay):"]
+    job_dir = Path(delete[-1])
+    docs = [d for path in sorted(job_dir.glob("*.yaml")) for d in yaml.safe_load_all(path.read_text()) if d]
+    jobs = [d for d in docs if d["kind"] == "AscendJob" or d["apiVersion"].startswith("batch.volcano.sh/")]
+    assert len(jobs) == 1, [d["kind"] for d in docs]
+    cluster.run(Step(tuple(delete), "as printed"))
+    (obj,) = jobs
+    resource = "%s.%s" % (obj["kind"].lower(), obj["apiVersion"].split("/")[0])
+    assert cluster.get(resource, obj["metadata"]["name"], "-n", obj["metadata"]["namespace"]).returncode != 0
+    assert cluster.get("crd", "ascendjobs.mindxdl.gitee.com").returncode == 0

@@ -1,7 +1,7 @@
-"""Several stacks on one cluster over time: one cluster stack and the job stacks that reference it,
-``destroy`` then ``up``, a job removed and added back. The program runs under mocks as in
-test_program.py; what each ``up`` does to the cluster comes from tests/manifests/pulumi_cluster.py
-(pulumi-kubernetes' create path, cited there)."""
+"""The stacks' lifecycle wiring the engine receives, under mocks (fast; what it does to a cluster, with
+several stacks over time, runs for real in tests/cluster/test_pulumi_a2.py): which ConfigMaps are left
+to MindCluster, DaemonSet waits, images kept on destroy, outputs from the created objects.
+``registrations`` is also the mock run other modules compare ``resumable render`` with."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import pulumi
 import pytest
 import yaml
 
-from .pulumi_cluster import AlreadyExists, Cluster
 from .pulumi_mocks import (
     MOCKS,
     PROJECT,
@@ -54,70 +53,6 @@ def env(monkeypatch: Any, tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_one_cluster_stack_and_three_job_stacks_share_a_cluster(env: Path) -> None:
-    cluster = Cluster()
-    cluster.up("ascend-a2-cluster", registrations(shipped_config("ascend-a2-cluster", env)))
-    cluster_wide = set(cluster.objects)
-    assert "CustomResourceDefinition/ascendjobs.mindxdl.gitee.com" in cluster_wide
-    assert "Deployment/mindx-dl/ascend-operator-manager" in cluster_wide
-    for name in A2_WORKLOADS:
-        cluster.up(name, registrations(shipped_config(name, env)))
-    # nothing of the scheduling stack is managed by a job stack; what job stacks share is only the
-    # namespace they all run in, taken over (not re-created) by the provider that upserts
-    for key in cluster_wide:
-        assert cluster.managers(key) == ["ascend-a2-cluster"], key
-    shared = sorted(k for k in cluster.objects if len(cluster.managers(k)) > 1)
-    assert shared == ["Namespace/training"]
-    for name in A2_WORKLOADS:
-        assert any(k.startswith("AscendJob/training/") and cluster.managers(k) == [name] for k in cluster.objects)
-
-
-def test_job_stacks_with_a_registry_login_share_a_namespace(env: Path) -> None:
-    """Each job's pods pull with a Secret of its own (<job>-registry), so job stacks in one namespace
-    never create the same Secret."""
-    cluster = Cluster()
-    login = {f"{PROJECT}:registryUsername": "robot", f"{PROJECT}:registryPassword": "t0ken"}
-    for name in A2_WORKLOADS:
-        cluster.up(name, registrations({**shipped_config(name, env), **login}))
-    secrets = sorted(k for k in cluster.objects if k.startswith("Secret/"))
-    assert secrets == [
-        "Secret/training/gpt-pod-level-registry",
-        "Secret/training/llama-pretrain-registry",
-        "Secret/training/qwen-mindformers-registry",
-    ]
-
-
-def test_the_old_shape_every_stack_installs_the_cluster_fails(env: Path) -> None:
-    """What the shipped stacks did before: each installs the whole scheduling stack."""
-    cluster = Cluster()
-    first, second = A2_WORKLOADS[:2]
-    legacy = {f"{PROJECT}:stackRole": "all", f"{PROJECT}:clusterStack": ""}
-    cluster.up(first, registrations({**shipped_config(first, env), **legacy}))
-    with pytest.raises(
-        AlreadyExists, match=r"stack mindspore-process-recovery: \w+/\S+ already exists \(through provider kubernetes\)"
-    ):
-        cluster.up(second, registrations({**shipped_config(second, env), **legacy}))
-
-
-def test_a_workload_stack_refuses_a_cluster_stack_of_another_release(env: Path) -> None:
-    config = shipped_config("pytorch-pod-rescheduling", env)
-    ref = config[f"{PROJECT}:clusterStack"]
-    with pytest.raises(pulumi.RunError, match=r"clusterStack: .* runs MindCluster 26\.0\.0, but .* plans 7\.3\.0"):
-        registrations(config, {ref: {"mindcluster": {"release": "26.0.0"}}})
-
-
-def test_destroy_then_up(env: Path) -> None:
-    cluster = Cluster()
-    config = shipped_config("pytorch-process-recovery", env)
-    cluster.up("w", registrations(config))
-    claims = {k: v for k, v in cluster.objects.items() if k.startswith("PersistentVolumeClaim/")}
-    cluster.destroy("w")
-    assert claims and all(k in cluster.objects for k in claims), "destroy deleted a claim"
-    assert not [k for k in cluster.objects if k.startswith("AscendJob/")]
-    cluster.up("w", registrations(config))  # the kept namespace, volumes and claims are taken over
-    assert {k: cluster.objects[k] for k in claims} == claims
-
-
 def two_jobs(env: Path) -> Path:
     path = Path(shipped_config("pytorch-process-recovery", env)[f"{PROJECT}:profile"])
     doc = yaml.safe_load(path.read_text())
@@ -128,43 +63,6 @@ def two_jobs(env: Path) -> Path:
     out = path.with_name("two-jobs.yaml")
     out.write_text(yaml.safe_dump(doc, sort_keys=False))
     return out
-
-
-def test_a_job_removed_and_added_back(env: Path) -> None:
-    cluster = Cluster()
-    config = shipped_config("pytorch-process-recovery", env)
-    both = {**config, f"{PROJECT}:profile": str(two_jobs(env)), f"{PROJECT}:imageRegistry": "registry.example.com/ai"}
-    cluster.up("w", registrations(both))
-    first = dict(cluster.objects)
-    cluster.up("w", registrations(config))  # the second job removed: its job goes, its claims stay
-    assert "AscendJob/training/aaa-second" not in cluster.objects
-    assert "PersistentVolumeClaim/training/aaa-second-checkpoints" in cluster.objects
-    cluster.up("w", registrations(both))  # and added back: the kept claims are taken over
-    assert (
-        cluster.objects["PersistentVolumeClaim/training/aaa-second-checkpoints"]
-        == (first["PersistentVolumeClaim/training/aaa-second-checkpoints"])
-    )
-    assert (
-        cluster.objects["PersistentVolumeClaim/training/llama-pretrain-checkpoints"]
-        == (first["PersistentVolumeClaim/training/llama-pretrain-checkpoints"])
-    )
-
-
-def test_without_upsert_a_kept_claim_blocks_the_job_coming_back(env: Path) -> None:
-    """The provider behaviour the two tests above rely on: a client-side create of a kept object fails."""
-    cluster = Cluster()
-    config = shipped_config("pytorch-process-recovery", env)
-    regs = registrations(config)
-    cluster.up("w", regs)
-    cluster.destroy("w")
-    for r in regs:
-        if r.type == "pulumi:providers:kubernetes":
-            r.inputs.pop("upsertExistingObjects", None)
-    with pytest.raises(AlreadyExists, match=r"Namespace/training|PersistentVolume"):
-        cluster.up("w", regs)
-
-
-# --- what MindCluster owns, waits, images, outputs ------------------------------------------------
 
 
 def test_config_maps_mindcluster_writes_are_left_to_it(env: Path) -> None:

@@ -20,11 +20,10 @@ sys.path.insert(1, str(ROOT / "tests"))  # the test helpers, as pytest imports t
 import pulumi  # noqa: E402
 import yaml  # noqa: E402
 
-from manifests.pulumi_config import program_config  # noqa: E402
 from manifests.pulumi_mocks import (  # noqa: E402
     MOCKS,
     PROJECT,
-    merged_config,
+    program_config,
     pulumi_test,
     shipped_config,
 )
@@ -37,7 +36,7 @@ def main(stack: str) -> Dict[str, Any]:
     resumable_pulumi.image.CONTEXT_DIR = str(scratch / "image-context")  # the real build-context code, off the tree
     # no cluster here: the node check is tested with a fake API server in test_readiness.py
     config = {**shipped_config(stack, scratch), f"{PROJECT}:checkNodes": "false"}
-    pulumi.runtime.set_all_config(program_config(merged_config(config, stack=stack)))
+    pulumi.runtime.set_all_config(program_config(config))
     summary: Dict[str, Any] = {}
 
     @pulumi_test

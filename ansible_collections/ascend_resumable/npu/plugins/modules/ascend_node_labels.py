@@ -9,21 +9,25 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 ---
 module: ascend_node_labels
-short_description: Apply node labels with kubectl with real change detection
+short_description: Apply node labels with kubectl with real change detection, for many nodes at once
 description:
-  - Reads the node (C(kubectl get node NAME -o json)), compares its labels with I(labels) and runs
-    C(kubectl label node NAME K=V... --overwrite) only for the keys whose value differs, then reads the node again
-    and fails unless every label has the wanted value. Labels not named in I(labels) are left alone.
-  - Runs where kubectl works (delegate it to the kubectl host). Supports check mode and diff.
+  - Reads every node of the cluster once (C(kubectl get nodes -o json)), compares the labels of each node of
+    I(nodes) with what it must carry and runs C(kubectl label node NAME K=V... --overwrite) only for the nodes and
+    keys whose value differs, then reads the nodes once more and fails unless every label has the wanted value.
+    Labels not named are left alone. One call serves a whole run (delegate it to the kubectl host, run_once).
+  - I(node) with I(labels) is the same for one node.
+  - Supports check mode and diff.
 options:
-  node:
-    description: Kubernetes node name.
-    type: str
-    required: true
-  labels:
-    description: Labels the node must carry.
+  nodes:
+    description: Node name -> the labels it must carry.
     type: dict
-    required: true
+    default: {}
+  node:
+    description: One Kubernetes node name (with I(labels)), instead of I(nodes).
+    type: str
+  labels:
+    description: Labels I(node) must carry.
+    type: dict
   kubectl:
     description: kubectl command.
     type: str
@@ -36,20 +40,22 @@ author: ascend-resumable
 """
 
 EXAMPLES = r"""
-- name: Label a compute node
+- name: Label the compute nodes of the run
   ascend_resumable.npu.ascend_node_labels:
-    node: npu-01
-    labels: {workerselector: dls-worker-node, nodeDEnable: "on"}
+    nodes:
+      npu-01: {workerselector: dls-worker-node, nodeDEnable: "on"}
+      npu-02: {workerselector: dls-worker-node, nodeDEnable: "on"}
   delegate_to: mgmt-01
+  run_once: true
 """
 
 RETURN = r"""
 added:
-  description: Labels the node did not have.
+  description: "Labels the nodes did not have, as C({node: {key: value}})."
   returned: always
   type: dict
 updated:
-  description: "Labels whose value changed, as C({key: [old, new]})."
+  description: "Labels whose value changed, as C({node: {key: [old, new]}})."
   returned: always
   type: dict
 """
@@ -68,53 +74,81 @@ def diff_labels(current, wanted):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            node=dict(type="str", required=True),
-            labels=dict(type="dict", required=True),
+            nodes=dict(type="dict", default={}),
+            node=dict(type="str"),
+            labels=dict(type="dict"),
             kubectl=dict(type="str", default="kubectl"),
             kubeconfig=dict(type="str", default=""),
         ),
+        required_together=[("node", "labels")],
+        mutually_exclusive=[("nodes", "node")],
         supports_check_mode=True,
     )
     p = module.params
-    wanted = dict((str(k), str(v)) for k, v in p["labels"].items())
+    wanted_by_node = dict(p["nodes"] or {})
+    if p["node"]:
+        wanted_by_node = {p["node"]: p["labels"]}
+    wanted_by_node = dict(
+        (str(n), dict((str(k), str(v)) for k, v in (labels or {}).items())) for n, labels in wanted_by_node.items()
+    )
     base = [p["kubectl"]] + (["--kubeconfig=%s" % p["kubeconfig"]] if p["kubeconfig"] else [])
+    result = dict(changed=False, added={}, updated={}, diff=[])
+    if not wanted_by_node:
+        module.exit_json(**result)
 
     def labels_now():
-        rc, out, err = module.run_command([*base, "get", "node", p["node"], "-o", "json"])
+        rc, out, err = module.run_command([*base, "get", "nodes", "-o", "json"])
         if rc != 0:
-            module.fail_json(
-                msg="kubectl get node %s failed (%s): is the node registered in Kubernetes "
-                "(kubelet joined) and does kubectl reach the API server from this host?"
-                % (p["node"], (err or out).strip())
-            )
+            module.fail_json(msg="kubectl get nodes failed (%s): does kubectl reach the API server from this host?"
+                             % (err or out).strip())  # fmt: skip
         try:
-            return json.loads(out).get("metadata", {}).get("labels", {}) or {}
+            items = json.loads(out).get("items") or []
         except ValueError:
-            module.fail_json(msg="kubectl get node %s -o json did not print JSON: %s" % (p["node"], out[:200]))
+            module.fail_json(msg="kubectl get nodes -o json did not print JSON: %s" % out[:200])
+        found = dict((i.get("metadata", {}).get("name"), i.get("metadata", {}).get("labels") or {}) for i in items)
+        missing = sorted(set(wanted_by_node) - set(found))
+        if missing:
+            module.fail_json(
+                msg="node(s) %s not found by kubectl get nodes: is each registered in Kubernetes (kubelet joined) "
+                "under its inventory name (mindcluster_node_node_name)?" % ", ".join(missing)
+            )
+        return found
 
     before = labels_now()
-    added, updated = diff_labels(before, wanted)
-    result = dict(changed=bool(added or updated), added=added, updated=updated, node=p["node"])
-    if result["changed"]:
+    changes = {}
+    for node, wanted in sorted(wanted_by_node.items()):
+        added, updated = diff_labels(before[node], wanted)
+        if added:
+            result["added"][node] = added
+        if updated:
+            result["updated"][node] = updated
         keys = sorted(set(added) | set(updated))
-        result["diff"] = dict(
-            before="".join("%s=%s\n" % (k, before[k]) for k in keys if k in before),
-            after="".join("%s=%s\n" % (k, wanted[k]) for k in keys),
-            before_header="node/%s labels" % p["node"],
-            after_header="node/%s labels" % p["node"],
-        )
-    if module.check_mode or not result["changed"]:
+        if keys:
+            changes[node] = keys
+            result["diff"].append(
+                dict(
+                    before="".join("%s=%s\n" % (k, before[node][k]) for k in keys if k in before[node]),
+                    after="".join("%s=%s\n" % (k, wanted[k]) for k in keys),
+                    before_header="node/%s labels" % node,
+                    after_header="node/%s labels" % node,
+                )
+            )
+    result["changed"] = bool(changes)
+    if module.check_mode or not changes:
         module.exit_json(**result)
-    args = ["%s=%s" % (k, wanted[k]) for k in sorted(set(added) | set(updated))]
-    rc, out, err = module.run_command([*base, "label", "node", p["node"], *args, "--overwrite"])
-    if rc != 0:
-        module.fail_json(msg="kubectl label node %s failed: %s" % (p["node"], (err or out).strip()), **result)
+    for node, keys in sorted(changes.items()):
+        args = ["%s=%s" % (k, wanted_by_node[node][k]) for k in keys]
+        rc, out, err = module.run_command([*base, "label", "node", node, *args, "--overwrite"])
+        if rc != 0:
+            module.fail_json(msg="kubectl label node %s failed: %s" % (node, (err or out).strip()), **result)
     after = labels_now()
-    missing = dict((k, after.get(k)) for k, v in wanted.items() if after.get(k) != v)
+    missing = dict(
+        (node, dict((k, after[node].get(k)) for k, v in wanted.items() if after[node].get(k) != v))
+        for node, wanted in wanted_by_node.items()
+    )
+    missing = dict((n, m) for n, m in missing.items() if m)
     if missing:
-        module.fail_json(
-            msg="node %s does not carry the labels after kubectl label: %s" % (p["node"], missing), **result
-        )
+        module.fail_json(msg="nodes do not carry the labels after kubectl label: %s" % missing, **result)
     module.exit_json(**result)
 
 

@@ -96,6 +96,12 @@ options:
         (the family of this node is used). C({kernel}) in a name is replaced by the running kernel release.
     type: raw
     default: []
+  tag:
+    description:
+      - Returned as C(tag), so a caller can tell which read (with which state files, accounts and packages) the
+        C(ascend_npu) fact it finds came from, and reuse it instead of reading the node again.
+    type: str
+    default: ""
   accounts:
     description:
       - Keyed account lookups through NSS (like C(getent passwd KEY) / C(getent group KEY), so directory users
@@ -119,9 +125,7 @@ ansible_facts:
 """
 
 import glob
-import grp
 import os
-import pwd
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -139,73 +143,25 @@ from ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_hardwa
     reset_killed_pids,
     short_id,
 )
+from ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_node import (
+    installed_packages,
+    lookup_accounts,
+    os_family,
+)
+from ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_node import (
+    key_values as _kv,
+)
+from ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_node import (
+    read_text as _read,
+)
 from ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_version import VersionError, in_ranges
 
-_MAX_READ = 65536
 _MAX_STATE_FILES = 64
-
-
-def _read(path):
-    try:
-        if not os.path.isfile(path):
-            return None
-        with open(path) as handle:
-            return handle.read(_MAX_READ).strip()
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
-def _kv(path):
-    text = _read(path)
-    if text is None:
-        return None
-    out = {}
-    for line in text.splitlines():
-        if "=" in line and not line.lstrip().startswith("#"):
-            key, _, value = line.partition("=")
-            out[key.strip()] = value.strip().strip('"')
-    return out
 
 
 def _arch():
     machine = os.uname()[4]
     return {"arm64": "aarch64", "amd64": "x86_64"}.get(machine, machine)
-
-
-def os_family():
-    """Debian / RedHat / Suse from /etc/os-release (ID and ID_LIKE), None when unknown."""
-    release = _kv("/etc/os-release") or {}
-    ids = (release.get("ID", "") + " " + release.get("ID_LIKE", "")).lower().split()
-    for family, members in (
-        ("Debian", ("debian", "ubuntu")),
-        ("RedHat", ("rhel", "centos", "fedora", "openeuler", "kylin")),
-        ("Suse", ("suse", "sles", "opensuse")),
-    ):
-        if any(i in members for i in ids):
-            return family
-    return None
-
-
-def installed_packages(module, wanted, family):
-    """name -> installed version (None = not installed) for the wanted names."""
-    names = wanted.get(family) or [] if isinstance(wanted, dict) else list(wanted or [])
-    names = [str(n).replace("{kernel}", os.uname()[2]) for n in names]
-    result = dict((n, None) for n in names)
-    if not names:
-        return result
-    dpkg, rpm = module.get_bin_path("dpkg-query"), module.get_bin_path("rpm")
-    if dpkg:
-        _, out, _ = module.run_command([dpkg, "-W", "-f", "${Package}\t${db:Status-Status}\t${Version}\n", *names])
-        for line in out.splitlines():
-            parts = line.split("\t")
-            if len(parts) == 3 and parts[0] in result and parts[1] == "installed":
-                result[parts[0]] = parts[2]
-    elif rpm:
-        for name in names:
-            rc, out, _ = module.run_command([rpm, "-q", "--qf", "%{VERSION}-%{RELEASE}", name])
-            if rc == 0:
-                result[name] = out.strip()
-    return result
 
 
 def state_dir_files(directories):
@@ -220,34 +176,6 @@ def state_dir_files(directories):
             if os.path.isfile(path) and not os.path.islink(path):
                 files[path] = _read(path)
     return files
-
-
-def lookup_accounts(accounts):
-    """getent-style keyed lookups: a name, or a number for an id; missing = None."""
-    result = {"users": {}, "groups": {}}
-    for key in accounts.get("users") or []:
-        key = str(key)
-        try:
-            entry = pwd.getpwuid(int(key)) if key.isdigit() else pwd.getpwnam(key)
-        except (KeyError, ValueError, OverflowError):
-            result["users"][key] = None
-            continue
-        result["users"][key] = {
-            "name": entry.pw_name,
-            "uid": entry.pw_uid,
-            "gid": entry.pw_gid,
-            "home": entry.pw_dir,
-            "shell": entry.pw_shell,
-        }
-    for key in accounts.get("groups") or []:
-        key = str(key)
-        try:
-            entry = grp.getgrgid(int(key)) if key.isdigit() else grp.getgrnam(key)
-        except (KeyError, ValueError, OverflowError):
-            result["groups"][key] = None
-            continue
-        result["groups"][key] = {"name": entry.gr_name, "gid": entry.gr_gid, "members": list(entry.gr_mem)}
-    return result
 
 
 def pci_devices(sysfs_root):
@@ -463,6 +391,7 @@ def main():
             state_dirs=dict(type="list", elements="path", default=[]),
             accounts=dict(type="dict", default={}),
             packages=dict(type="raw", default=[]),
+            tag=dict(type="str", default=""),
         ),
         supports_check_mode=True,
     )
@@ -571,6 +500,7 @@ def main():
         "busy": holding["busy"],
         "files": files,
         "state_dirs": params["state_dirs"],
+        "tag": params["tag"],
         "accounts": lookup_accounts(params["accounts"]),
         "packages": installed_packages(module, params["packages"], family),
     }

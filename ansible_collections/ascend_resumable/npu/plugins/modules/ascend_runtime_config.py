@@ -54,6 +54,11 @@ options:
     description: Keep a timestamped copy of a file before it is changed.
     type: bool
     default: true
+  info_file:
+    description:
+      - The runtime installer's record (C(ascend_docker_runtime_install.info), C(version=v...)); when given, the
+        installed runtime is returned as C(installed) in the same call, so deciding needs no other read.
+    type: path
 author: ascend-resumable
 """
 
@@ -77,6 +82,10 @@ plugin:
   description: CRI plugin section used (containerd).
   returned: when engine is containerd
   type: str
+installed:
+  description: "With I(info_file): C({binary: bool, version: str or null}) of the installed runtime."
+  returned: when info_file is given
+  type: dict
 previous_default:
   description: Default runtime before the change (null when none was set).
   returned: always
@@ -246,6 +255,22 @@ def docker(module, p):
     return result
 
 
+def installed_runtime(binary, info_file):
+    """{binary: whether the runtime binary is there and executable, version: install.info's version= without
+    its v, or None}."""
+    version = None
+    try:
+        with open(info_file) as handle:
+            for line in handle.read(65536).splitlines():
+                key, sep, value = line.partition("=")
+                if sep and key.strip() == "version":
+                    version = value.strip()
+                    version = version[1:] if version.startswith("v") else version
+    except (OSError, UnicodeDecodeError):
+        pass
+    return {"binary": os.path.isfile(binary) and os.access(binary, os.X_OK), "version": version}
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -257,11 +282,14 @@ def main():
             dropin=dict(type="str", default="auto", choices=["auto", "never"]),
             dropin_path=dict(type="path", default="/etc/containerd/conf.d/99-ascend-docker-runtime.toml"),
             backup=dict(type="bool", default=True),
+            info_file=dict(type="path"),
         ),
         supports_check_mode=True,
     )
     p = module.params
     result = containerd(module, p) if p["engine"] == "containerd" else docker(module, p)
+    if p["info_file"]:
+        result["installed"] = installed_runtime(p["runtime_path"], p["info_file"])
     previous = result.get("previous_default")
     if result["changed"] and previous not in (None, "", "runc", p["runtime_name"]):
         module.warn(

@@ -1,5 +1,7 @@
 """Fixtures of the cluster tests: the real control plane (tools/controlplane.py) and the real Pulumi
-engine (tools/pulumi_local.py), both built from Go modules by ``make tools``.
+engine (tools/pulumi_local.py), both built from Go modules by ``make tools``. A pytest plugin
+(tests/conftest.py ``pytest_plugins``), so every test directory has them: ``start_plane`` and
+``kube_cluster`` (a fresh control plane for tests/manifests/test_render_apiserver.py's contract).
 
 ``make test`` builds the tools before pytest runs; when they are missing these tests fail and say
 how to build them (a skip would hide that the deployment layer went untested).
@@ -7,19 +9,22 @@ how to build them (a skip would hide that the deployment layer went untested).
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 import pytest
 import yaml
-from conftest import EXAMPLE_FILES, ROOT, example_profile
+from conftest import EXAMPLE_FILES, EXAMPLES, ROOT, example_profile
 
 sys.path.insert(0, str(ROOT / "tools"))
 import controlplane as controlplane  # re-exported for the test modules
-import go_tools
+import go_tools as go_tools  # re-exported for the test modules
 
 Plane = controlplane.ControlPlane
 PROJECT = "ascend-resumable"
@@ -51,6 +56,39 @@ def start_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StartPlane
         plane.stop()
 
 
+@pytest.fixture(scope="module")
+def module_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Plane]:
+    """One control plane for every test of a module, started without nodes: each test adds nodes
+    (and namespaces) of its own names, so the tests share the plane without seeing each other's
+    objects. Stopped when the module's last test ends, passed or failed."""
+    built(("kubernetes", "etcd", "kwok"))
+    plane = Plane(tmp_path_factory.mktemp("plane"))
+    plane.start()  # stops what it started when it fails
+    try:
+        yield plane
+    finally:
+        plane.stop()
+
+
+@dataclass
+class KubeCluster:
+    """What tests/manifests/test_render_apiserver.py asks of a cluster: kubectl and its kubeconfig.
+    ``runs_pods``: KWOK's pod-complete stage finishes the pods of a Job (kwok v0.8.0
+    kustomize/stage/pod/fast/pod-complete.yaml selects pods owned by a Job), so a Job completes."""
+
+    kubectl: str
+    kubeconfig: str
+    plane: Plane
+    runs_pods: bool = True
+
+
+@pytest.fixture
+def kube_cluster(start_plane: StartPlane) -> KubeCluster:
+    """A fresh control plane with the example's fake nodes (a management node, two NPU nodes)."""
+    plane = start_plane(plan_nodes(EXAMPLES / "pytorch-process-recovery.yaml"))
+    return KubeCluster(str(plane.bins["kubectl"]), str(plane.kubeconfig), plane)
+
+
 def plan_nodes(profile: Path, compute: int = 2) -> List[controlplane.FakeNode]:
     return controlplane.nodes_from_plan(controlplane.plan_json(profile), compute)
 
@@ -58,9 +96,10 @@ def plan_nodes(profile: Path, compute: int = 2) -> List[controlplane.FakeNode]:
 class Project:
     """A copy of this Pulumi project as a user has it (Pulumi.yaml, __main__.py, the shipped stack
     files, the example profiles with their wheel files in place) with a file state backend and a
-    passphrase, run by the real engine through tools/pulumi_local.py against ``plane``."""
+    passphrase, run by the real engine through tools/pulumi_local.py against ``plane`` (None: no
+    cluster, for what the CLI refuses before the program runs)."""
 
-    def __init__(self, directory: Path, plane: Plane) -> None:
+    def __init__(self, directory: Path, plane: Optional[Plane]) -> None:
         self.dir = directory
         self.plane = plane
         self.state = directory.parent / f"{directory.name}-state"
@@ -73,8 +112,13 @@ class Project:
         for example in EXAMPLE_FILES:
             example_profile(example.stem, directory)  # writes profiles/<name>.yaml and its wheels
 
+    @property
+    def cluster(self) -> Plane:
+        assert self.plane is not None, "this project has no control plane"
+        return self.plane
+
     def env(self) -> Dict[str, str]:
-        env = self.plane.env()
+        env = self.plane.env() if self.plane is not None else dict(os.environ, KUBECONFIG=str(self.dir / "none"))
         env.update(
             PULUMI_BACKEND_URL=f"file://{self.state}",
             PULUMI_CONFIG_PASSPHRASE="cluster-tests",
@@ -109,6 +153,20 @@ class Project:
                 f"pulumi {command} {stack} exited {done.returncode}:\n{done.stdout[-6000:]}\n{done.stderr[-6000:]}"
             )
         return done
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """The real Pulumi CLI for what needs no language host (stack, config, export)."""
+        env = self.env()
+        env["PATH"] = os.pathsep.join([*map(str, go_tools.bin_dirs([go_tools.TOOLS["pulumi"]])), env["PATH"]])
+        done = subprocess.run(["pulumi", *args], cwd=self.dir, capture_output=True, text=True, env=env, timeout=300)
+        assert done.returncode == 0, f"pulumi {' '.join(args)}: {done.stdout}{done.stderr}"
+        return done
+
+    def kubernetes_inputs(self, stack: str) -> List[Dict[str, Any]]:
+        """What the engine sent for every Kubernetes object of ``stack`` (``pulumi stack export``)."""
+        state = json.loads(self.cli("stack", "export", "--stack", stack).stdout)
+        resources = state["deployment"].get("resources") or []
+        return [r["inputs"] for r in resources if r["type"].startswith("kubernetes:") and "kind" in r.get("inputs", {})]
 
     def outputs(self, stack: str) -> Dict[str, str]:
         lines = self.pulumi("output", stack).stdout.splitlines()

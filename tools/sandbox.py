@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""``make sandbox``: a local cluster to run ``pulumi up`` against before a real one.
+
+Starts the control plane of tools/controlplane.py (etcd, kube-apiserver, controller-manager,
+scheduler, KWOK; the real programs built by ``make tools``) in ``--dir`` with fake nodes labelled
+from the profile's plan (a management node and NPU nodes with the profile's NPU resource), copies
+the Pulumi project (Pulumi.yaml, __main__.py, the shipped stack files, the examples) to
+``<dir>/project`` so the user's checkout stays as it is, and prints the environment and the
+commands that deploy the stacks of that profile onto it, in order (a cluster stack before its job
+stacks). Every kubeconfig context the shipped stacks name (``ascend-a2`` ...) points at the sandbox,
+so they run unchanged; a profile no shipped stack uses gets a stack ``sandbox`` of role ``all``.
+Each job runs a prebuilt image reference (no image is built: no Docker engine is needed, and fake
+nodes pull nothing). ``make sandbox-down`` stops it (the processes it recorded, nothing else) and
+keeps ``--dir``.
+
+Fake nodes run no containers: pods are scheduled and go Running, but no image is pulled, no volume
+mounted and no Ascend Operator turns an AscendJob into pods.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import controlplane
+import go_tools
+
+ROOT = Path(__file__).resolve().parent.parent
+PROJECT = "ascend-resumable"
+PASSPHRASE = "sandbox"
+#: the reference every job runs in the sandbox unless its stack names one (nothing is pulled)
+SANDBOX_IMAGE = "registry.example.com/ai/{job}:sandbox"
+ROLE_ORDER = {"cluster": 0, "all": 1, "workload": 2}
+
+
+@dataclass(frozen=True)
+class StackSteps:
+    name: str
+    role: str
+    new: bool  # not a shipped stack file: its config is set by the printed commands
+    jobs_without_image: List[str]
+
+
+def copy_project(target: Path) -> None:
+    """The Pulumi project as shipped, in ``target``: the program and the examples refreshed on every
+    ``up``, a stack file only when the copy has none (it keeps the stack's passphrase salt, which
+    ``pulumi stack select --create`` writes there, and the config set in the sandbox)."""
+    target.mkdir(parents=True, exist_ok=True)
+    for name in ("Pulumi.yaml", "__main__.py"):
+        shutil.copyfile(ROOT / name, target / name)
+    for stack in ROOT.glob("Pulumi.*.yaml"):
+        if not (target / stack.name).exists():
+            shutil.copyfile(stack, target / stack.name)
+    shutil.copytree(ROOT / "examples", target / "examples", dirs_exist_ok=True)
+
+
+def stack_config(path: Path) -> Dict[str, Any]:
+    doc = yaml.safe_load(path.read_text()) or {}
+    config: Dict[str, Any] = doc.get("config") or {}
+    return {k.split(":", 1)[1]: v for k, v in config.items() if k.startswith(PROJECT + ":")}
+
+
+def stacks_for(profile: Path, jobs: Sequence[str]) -> List[StackSteps]:
+    """The shipped stacks of ``profile`` (cluster role first), or a new ``sandbox`` stack."""
+    found: List[StackSteps] = []
+    for path in sorted(ROOT.glob("Pulumi.*.yaml")):
+        config = stack_config(path)
+        if (ROOT / str(config.get("profile", ""))).resolve() != profile:
+            continue
+        role = str(config.get("stackRole", "all"))
+        images = config.get("images") or {}
+        missing = [] if role == "cluster" else [j for j in jobs if j not in images]
+        found.append(StackSteps(path.name[len("Pulumi.") : -len(".yaml")], role, False, missing))
+    if not found:
+        found.append(StackSteps("sandbox", "all", True, list(jobs)))
+    return sorted(found, key=lambda s: (ROLE_ORDER.get(s.role, 9), s.name))
+
+
+def instructions(plane_dir: Path, profile: Path, jobs: Sequence[str], python: str) -> List[str]:
+    state = plane_dir / "state"
+    state.mkdir(exist_ok=True)
+    tools = go_tools.bin_dirs([go_tools.TOOLS[n] for n in ("pulumi", "pulumi-kubernetes", "kubernetes")])
+    path = ":".join(shlex.quote(str(d)) for d in tools)
+    run = f"{shlex.quote(python)} {shlex.quote(str(ROOT / 'tools' / 'pulumi_local.py'))}"
+    lines = [
+        "# the sandbox's environment (copy into your shell):",
+        f"export KUBECONFIG={shlex.quote(str(plane_dir / 'kubeconfig'))}",
+        f"export PULUMI_BACKEND_URL={shlex.quote('file://' + str(state))}",
+        f"export PULUMI_CONFIG_PASSPHRASE={PASSPHRASE}",
+        "export PULUMI_SKIP_UPDATE_CHECK=true",
+        f"export PATH={path}:$PATH",
+        f"cd {shlex.quote(str(plane_dir / 'project'))}   # a copy of the Pulumi project: your checkout stays as it is",
+        "kubectl get nodes --show-labels",
+        "# the stacks of this profile, in order (the real Pulumi engine and provider; docs/pulumi.md):",
+    ]
+    for stack in stacks_for(profile, jobs):
+        lines.append(f"pulumi stack select --create {stack.name}")
+        if stack.new:
+            lines.append(f"pulumi config set profile {shlex.quote(str(profile))}")
+            lines.append("pulumi config set context sandbox")
+        for job in stack.jobs_without_image:  # a prebuilt reference: nothing is built or pulled here
+            lines.append(f"pulumi config set --path images.{job} {SANDBOX_IMAGE.format(job=job)}")
+        lines.append(f"{run} up --stack {stack.name}")
+    lines += [
+        "kubectl get pods -A -o wide; kubectl get ascendjobs,jobs.batch.volcano.sh -A",
+        "# stop it: make sandbox-down (the state stays in " + str(state) + ")",
+    ]
+    return lines
+
+
+def job_names(plan: Dict[str, Any]) -> List[str]:
+    return [str(j["name"]) for j in plan.get("jobs") or []]
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    up = sub.add_parser("up", help="start the sandbox and print how to deploy onto it")
+    up.add_argument("--dir", type=Path, required=True)
+    up.add_argument("--profile", type=Path, required=True)
+    up.add_argument("--compute-nodes", type=int, default=2)
+    down = sub.add_parser("down", help="stop the sandbox in --dir (its state is kept)")
+    down.add_argument("--dir", type=Path, required=True)
+    args = parser.parse_args(argv)
+    plane_dir = args.dir.resolve()
+    if args.command == "down":
+        return controlplane.main(["down", "--dir", str(plane_dir)])
+    profile = args.profile.resolve()
+    if not profile.is_file():
+        print(f"sandbox: profile {args.profile}: not a file; name a profile, e.g. "
+              "SANDBOX_PROFILE=examples/pytorch-process-recovery.yaml", file=sys.stderr)  # fmt: skip
+        return 2
+    try:
+        plan = controlplane.plan_json(profile)
+    except controlplane.UsageError as exc:
+        print(f"sandbox: {exc}", file=sys.stderr)
+        return 2
+    code = controlplane.main(
+        ["up", "--dir", str(plane_dir), "--profile", str(profile), "--compute-nodes", str(args.compute_nodes)]
+    )
+    if code != 0:
+        return code
+    copy_project(plane_dir / "project")
+    for line in instructions(plane_dir, profile, job_names(plan), sys.executable):
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
