@@ -99,6 +99,8 @@ PHASE_TEXT = {
 PHASE_EVENTS = {"pg-init": "pg-init", "pg-ready": "pg-ready", "first-collective": "training", "pg-error": None}
 #: what the agent's warm-workers hook reports
 WARM_STATES = ("starting", "ready", "off", "cold")
+#: how many ranks that are not training yet a drill's refusal names (the rest are counted)
+DRILL_NAMED = 8
 #: the signals a drill may kill a training process with (each ends a process by default)
 DRILL_SIGNALS = (
     signal.SIGHUP,
@@ -504,12 +506,13 @@ class Supervisor:
         elif not live:
             why = "no training process runs"
         else:
-            behind = [w for w in live if w.phase != "training"]
+            behind = sorted((w for w in live if w.phase != "training"), key=lambda w: (w.rank is None, w.rank or 0))
             if behind:
-                why = "rank %s %s (its first collective after the process group's start is not reported yet)" % (
-                    behind[0].rank,
-                    "is " + PHASE_TEXT.get(behind[0].phase, behind[0].phase),
-                )
+                # every rank that is not there yet, in rank order (the order the processes reported in is chance)
+                where = ["rank %s is %s" % (w.rank, PHASE_TEXT.get(w.phase, w.phase)) for w in behind[:DRILL_NAMED]]
+                if len(behind) > DRILL_NAMED:
+                    where.append("%d more" % (len(behind) - DRILL_NAMED))
+                why = "%s (no first collective after the process group's start reported yet)" % ", ".join(where)
         return {
             "job": self.spec.job,
             "launcher_pid": self.pid,

@@ -631,6 +631,12 @@ def test_the_drill_is_answered_and_injects_only_into_a_process_of_this_launch(tm
         status = sup._drill({"op": "status"})["status"]
         assert (status["steady"], status["max_restarts"], status["restart_count"]) == (False, 3, 0)
         assert "rank 4 is before process group init" in status["why_not"]
+        # every rank behind is named, in rank order whatever order they reported in
+        sup._worker_started({"pid": 999991, "rank": 2, "local_rank": 0, "restart_count": 0})
+        sup._worker_phase("pg-init", {"pid": 999991})
+        why = sup._drill({"op": "status"})["status"]["why_not"]
+        assert why.startswith("rank 2 is in process group init, rank 4 is before process group init"), why
+        del sup.workers[999991]
         refused = sup._drill({"op": "inject", "fault": "kill", "local_rank": 1, "signal": 9})
         assert not refused["ok"] and "not in steady training" in refused["error"]
         sup.workers[proc.pid].phase = "training"
