@@ -387,6 +387,8 @@ EXAMPLES: Dict[str, str] = {
     "doctor": "resumable doctor --format json   # in a training container\n  resumable doctor --node compute",
     "timeline": 'resumable timeline "$LOG_DIR/timeline-$(hostname).jsonl" --events   # LOG_DIR: the plan\'s '
     "launcher.log_dir, its $(MINDX_TASK_ID) the pod's (`resumable plan PROFILE` notes the path)",
+    "drill": "kubectl exec POD -c ascend -- resumable drill --fault kill --signal SIGKILL --local-rank 1 --count 2\n"
+    "  resumable drill --profile profile.yaml --fault exit --code 7 --format json   # beside a local resumable launch",
     "image": "resumable image context examples/pytorch-process-recovery.yaml --out build   # then run the printed "
     "podman build line",
     "image context": "resumable image context examples/pytorch-process-recovery.yaml --job llama-pretrain --out build",

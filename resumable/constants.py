@@ -265,6 +265,15 @@ HEARTBEAT_SECONDS = 2.0
 #: the least hang timeout the plan derives: a heavily loaded node (a 2-core CI machine running the test
 #: suite, a node importing torch in every process at once) must not look hung (PROJECT)
 HANG_FLOOR_SECONDS = 60
+#: the least start timeout the plan derives (plan.launcher.start_timeout): a training process that has not
+#: initialised its process group this long after it started, while its peers use one, is taken for hung,
+#: and so is a recovery whose new processes do not start this long after the fault (PROJECT; issue 27:
+#: a restarted generation waited in the rendezvous for 13 minutes without a word)
+START_FLOOR_SECONDS = 300
+#: the launcher asks the start-up hook in the agent to fork the workers from a warm process
+#: (plan.launcher.warm_workers); the warm process itself carries the second variable
+ENV_RESUMABLE_WARM = "RESUMABLE_WARM_WORKERS"
+ENV_RESUMABLE_WARM_ZYGOTE = "RESUMABLE_WARM_ZYGOTE"
 #: CANN's HCCL_EXEC_TIMEOUT when unset (A2; HA-CANN-EXEC)
 HCCL_EXEC_TIMEOUT_DEFAULT = 1836
 #: torch's agent-store flag and the per-attempt key prefix MindCluster uses for torch >= 2.6

@@ -470,6 +470,27 @@ class Recovery:
             maximum=86400,
         ),
     )
+    start_timeout: Optional[int] = field(
+        default=None,
+        metadata=spec(
+            "Seconds a training process may take from its start through the initialisation of its process "
+            "group (once a peer of its generation has begun that), and a recovery from the fault to its new "
+            "processes, before resumable launch takes it for hung; null = derived by the plan (at least 300, "
+            "above the budget's rescheduling and communication init; docs/runtime.md). The range 10 to 86400 "
+            "is this project's limit (PROJECT). torchrun only.",
+            minimum=10,
+            maximum=86400,
+        ),
+    )
+    warm_workers: bool = field(
+        default=False,
+        metadata=spec(
+            "Start the training processes of a restart by forking them from a process that has already "
+            "imported torch (and torch_npu), instead of new interpreters; off by default. Turned off with a "
+            "warning where the import initialises a device (docs/runtime.md, warm workers). torchrun only "
+            "(PROJECT).",
+        ),
+    )
     sub_health: SubHealth = field(
         default="ignore",
         metadata=spec(

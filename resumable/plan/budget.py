@@ -315,6 +315,22 @@ def hang_detection(f: JobFacts, hang_seconds: int) -> List[BudgetTerm]:
     return sorted(paths, key=lambda t: t.seconds)
 
 
+def warm_workers_note(f: JobFacts) -> List[Note]:
+    """What warm workers change in the budget: no term of RT00's decomposition holds the new processes'
+    start (a fresh interpreter importing the framework), so none shrinks; the note says where it shows."""
+    if not f.job.recovery.warm_workers:
+        return []
+    return [
+        Note(
+            "warm workers (recovery.warm_workers): the processes of an in-container restart are forked from one "
+            "that has imported the framework, so the import is not paid again; RT00's terms do not hold it, so "
+            "the budget is unchanged; `resumable timeline` shows the import inside the phase 'new workers started "
+            "-> process group ready' (on the CPU: benchmarks/recovery_cpu.py, docs/runtime.md)",
+            "PROJECT (docs/runtime.md, warm workers)",
+        )
+    ]
+
+
 def budget(f: JobFacts, job: Job, hang_seconds: int = C.HANG_FLOOR_SECONDS) -> BudgetPlan:
     levels = ladder(f) or ["job"]
     lines = [_line(f, level, job.compile.mode) for level in levels]
@@ -327,6 +343,6 @@ def budget(f: JobFacts, job: Job, hang_seconds: int = C.HANG_FLOOR_SECONDS) -> B
         baseline=baseline,
         best_saving_seconds=round(baseline.total_seconds - min(totals), 1),
         worst_saving_seconds=round(baseline.total_seconds - max(totals), 1),
-        notes=small_savings(lines),
+        notes=small_savings(lines) + warm_workers_note(f),
         hang_detection=hang_detection(f, hang_seconds),
     )

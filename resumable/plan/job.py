@@ -12,7 +12,7 @@ from ..profile import JobVolume
 from .budget import budget, ladder
 from .env import container_env
 from .image import build_image
-from .launcher import build_launcher
+from .launcher import build_launcher, hang_timeout
 from .model import (
     ConfigMapPlan,
     EnvVar,
@@ -437,7 +437,8 @@ def build_job(f: JobFacts, storage: List[SharedVolumePlan], profile_dir: Optiona
                 "MC:component/ascend-operator/pkg/controllers/v1/ascendjob_validate.go validateBasicInfo",
             )
         )
-    launcher = build_launcher(f, root)
+    plan_budget = budget(f, job, hang_timeout(f)[0])
+    launcher = build_launcher(f, root, plan_budget.ladder)
     timeline = "%s/%s" % (launcher.log_dir, C.TIMELINE_FILE % "<host>")
     notes.append(Note("logs under %s, the recovery timeline %s (%s)" % (launcher.log_dir, timeline, where), LOG_SOURCE))
     notes += release_notes(f)
@@ -454,7 +455,7 @@ def build_job(f: JobFacts, storage: List[SharedVolumePlan], profile_dir: Optiona
         volumes=volumes(f, storage),
         image=build_image(f, profile_dir),
         launcher=launcher,
-        budget=budget(f, job, launcher.hang_timeout),
+        budget=plan_budget,
         notes=notes,
         api_version=C.ASCENDJOB_API_VERSION if job.kind == "ascendjob" else C.VCJOB_API_VERSION,
         scheduler_name=C.SCHEDULER_NAME_VOLCANO,

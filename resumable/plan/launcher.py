@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+import math
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import constants as C
-from .. import releases as R
 from ..envderived import mindio_ttp_port, taskd_process_enable
 from ..facts import JobFacts
-from .model import EnvVar, LauncherPlan, LaunchOptions, MsrunOptions, Note, TaskdManagerPlan, TorchrunOptions
+from .model import (
+    BudgetLine,
+    EnvVar,
+    LauncherPlan,
+    LaunchOptions,
+    MsrunOptions,
+    Note,
+    TaskdManagerPlan,
+    TorchrunOptions,
+)
 
 #: The shell test PLR's train_start.sh uses to start the TaskD Manager on one pod only
 #: (PLR 适配训练脚本).
@@ -66,7 +75,49 @@ def hang_timeout(f: JobFacts) -> Tuple[int, Note]:
     return seconds, Note(text, "PROJECT; HA-CANN-EXEC; MC:component/taskd/taskd/python/adaptor/patch/torch_patch.py")
 
 
-def build_launcher(f: JobFacts, log_root: str = C.JOB_LOG_ROOT) -> LauncherPlan:
+def start_timeout(f: JobFacts, ladder: Sequence[BudgetLine]) -> Tuple[int, Note]:
+    """Seconds from a training process's start through its process group's initialisation, and from
+    a fault to the new processes of its recovery, before the launcher takes them for hung, and why.
+
+    The profile's ``recovery.start_timeout`` when set. Otherwise the larger of the floor
+    (C.START_FLOOR_SECONDS) and the slowest rung's rescheduling and communication init in the budget
+    (T1 + T2): a recovery that waits for a replaced pod (ClusterD, the scheduler, the pod's start) is
+    within it, one that waits for a peer that never comes is not (issue 27)."""
+    r = f.job.recovery
+    if r.start_timeout is not None:
+        seconds, why = r.start_timeout, "recovery.start_timeout"
+    else:
+        slowest = max(
+            (sum(t.seconds for t in line.terms if t.name in ("T1 reschedule", "T2 comm init")) for line in ladder),
+            default=0.0,
+        )
+        seconds = max(C.START_FLOOR_SECONDS, math.ceil(slowest))
+        why = "the larger of %d s and the slowest rung's T1 reschedule + T2 comm init (%.0f s)" % (
+            C.START_FLOOR_SECONDS,
+            slowest,
+        )
+    text = (
+        "a training process that has not initialised its process group %d s after it started (once a peer of "
+        "its generation has begun to), and a recovery whose new processes have not started %d s after the "
+        "fault, are taken for hung (%s): the process is killed so that the agent recovers it, the recovery "
+        "stopped so that the next rung takes over" % (seconds, seconds, why)
+    )
+    return seconds, Note(text, "PROJECT (docs/runtime.md, no restart ends in silence)")
+
+
+def warm_note(f: JobFacts) -> Optional[Note]:
+    if not f.job.recovery.warm_workers:
+        return None
+    return Note(
+        "warm workers: the start-up hook in torchrun's agent keeps a process that has imported torch%s and "
+        "forks the training processes of each restart from it (the first start is a fresh interpreter); "
+        "turned off with a warning where the import initialises a device"
+        % (" and torch_npu" if f.job.image.torch_npu else ""),
+        "PROJECT (docs/runtime.md, warm workers)",
+    )
+
+
+def build_launcher(f: JobFacts, log_root: str = C.JOB_LOG_ROOT, ladder: Sequence[BudgetLine] = ()) -> LauncherPlan:
     job = f.job
     r = job.recovery
     notes: List[Note] = []
@@ -129,19 +180,28 @@ def build_launcher(f: JobFacts, log_root: str = C.JOB_LOG_ROOT) -> LauncherPlan:
         )
     # torch >= 2.6 keeps one TCPStore for all restarts of a static rendezvous ("We create a new TCPStore
     # for every retry so no need to add prefix", rendezvous.py), so restarted workers read the old
-    # attempt's addresses and fail to connect; MindCluster 7.2 edits rendezvous.py, TaskD 7.3 patches it.
-    attempt_store = job.launcher != "msrun" and f.torch is not None and R.at_least(f.torch, R.PREFIX_STORE_TORCH)
+    # attempt's addresses and fail to connect; MindCluster 7.2 edits rendezvous.py, TaskD 7.3 patches it
+    # (in the agent only). Whether the torch that runs needs it is decided where it runs (the start-up
+    # hook reads its version): the profile's torch version is a declaration, and a wrong or missing one
+    # made every restart a race against the previous attempt's keys (issue 27).
+    attempt_store = job.launcher != "msrun"
     if attempt_store:
         notes.append(
             Note(
-                "torch %s: the workers of each restart use PrefixStore('%s<n>') on the agent's store"
-                % (f.torch, C.ATTEMPT_STORE_PREFIX),
-                "HA72-075; TORCH rendezvous.py _create_c10d_store; "
+                "the workers of each restart use PrefixStore('%s<n>') on the agent's store where the torch that "
+                "runs reuses that store across restarts (torch >= 2.6; older torch adds the prefix itself)"
+                % C.ATTEMPT_STORE_PREFIX,
+                "HA72-075; TORCH rendezvous.py _create_c10d_store, static_tcp_rendezvous.py next_rendezvous; "
                 "MC:component/taskd/taskd/python/adaptor/patch/torch_patch.py",
             )
         )
     hang_seconds, hang_note = hang_timeout(f)
     notes.append(hang_note)
+    start_seconds, start_note = start_timeout(f, ladder)
+    notes.append(start_note)
+    warm = warm_note(f)
+    if warm is not None:
+        notes.append(warm)
     jit: Optional[bool] = {"binaries": False, "cache": True}.get(job.compile.mode)
     call: Optional[str] = None
     if jit is not None:
@@ -169,4 +229,6 @@ def build_launcher(f: JobFacts, log_root: str = C.JOB_LOG_ROOT) -> LauncherPlan:
         nodes=job.nodes,
         hang_timeout=hang_seconds,
         heartbeat_seconds=C.HEARTBEAT_SECONDS,
+        start_timeout=start_seconds,
+        warm_workers=job.recovery.warm_workers,
     )

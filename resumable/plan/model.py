@@ -394,6 +394,12 @@ class LauncherPlan(PlanPart):
     #: (plan.launcher.hang_timeout), and the heartbeat period of the start-up hook
     hang_timeout: int = C.HANG_FLOOR_SECONDS
     heartbeat_seconds: float = C.HEARTBEAT_SECONDS
+    #: seconds a training process may take from its start through its process group's initialisation
+    #: (once a peer has begun it), and a recovery from the fault to its new processes
+    #: (plan.launcher.start_timeout)
+    start_timeout: int = C.START_FLOOR_SECONDS
+    #: the workers of a restart are forked from a process that has imported the framework
+    warm_workers: bool = False
 
     @property
     def options(self) -> List[str]:

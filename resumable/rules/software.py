@@ -29,7 +29,7 @@ def launcher_framework(profile: Profile, f: JobFacts) -> Iterable[Finding]:
 
 @job_rule(
     "msrun-options",
-    "max_restarts and monitor_interval are torchrun options; msrun has none",
+    "max_restarts, monitor_interval, start_timeout and warm_workers are for torchrun; msrun has none",
     "MS-MSRUN; RTO 表2; PLR 适配训练脚本",
 )
 def msrun_options(profile: Profile, f: JobFacts) -> Iterable[Finding]:
@@ -37,15 +37,22 @@ def msrun_options(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     the torch elastic agent that TaskD (or mindx_elastic) wraps (RTO 表2; PLR sets them for
     PyTorch only). msrun has no equivalent option (its parameters are worker counts, addresses,
     logs, cluster_time_out, bind_core, simulation and rank table); on MindSpore TaskD's msrun
-    plugin and MindIO restart processes. Accepting them would drop them without a word."""
+    plugin and MindIO restart processes. start_timeout and warm_workers work through torch's
+    process-group and worker-start code (the start-up hook), which msrun's workers do not run.
+    Accepting them would drop them without a word."""
     if f.job.launcher != "msrun":
         return
     r = f.job.recovery
-    for name, value in (("max_restarts", r.max_restarts), ("monitor_interval", r.monitor_interval)):
+    for name, value in (
+        ("max_restarts", r.max_restarts),
+        ("monitor_interval", r.monitor_interval),
+        ("start_timeout", r.start_timeout),
+        ("warm_workers", r.warm_workers or None),
+    ):
         if value is not None:
             yield Finding(
                 ["%s.recovery.%s" % (f.path, name), "%s.launcher" % f.path],
-                "recovery.%s is a torchrun option; msrun has no equivalent, so it would have no effect" % name,
+                "recovery.%s is for torchrun; msrun has no equivalent, so it would have no effect" % name,
                 "Remove recovery.%s from this MindSpore job (process restarts on MindSpore are TaskD's and "
                 "MindIO's, enabled by the recovery strategies)." % name,
             )

@@ -1,4 +1,4 @@
-"""The runtime subcommands: launch, doctor, timeline, image patch-torchrun|context|wheel-deps."""
+"""The runtime subcommands: launch, doctor, timeline, drill, image patch-torchrun|context|wheel-deps."""
 
 from __future__ import annotations
 
@@ -128,6 +128,52 @@ def cmd_timeline(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_drill(args: argparse.Namespace) -> int:
+    import random
+
+    from .drill import check_budget, choose, fault_request, not_steady, render, run_round, to_json
+
+    _, _, job = load_job(args.profile, args.job)
+    if args.count < 1:
+        raise ResumableError("is not a number of faults", "--count %d" % args.count, "Give at least 1.")
+    if not 0 <= args.within <= 3600:
+        raise ResumableError(
+            "is not from 0 to 3600 seconds", "--within %g" % args.within, "Give the window in seconds."
+        )
+    if args.timeout is not None and not 1 <= args.timeout <= 86400:
+        raise ResumableError("is not from 1 to 86400 seconds", "--timeout %g" % args.timeout, "Give seconds.")
+    request, fault = fault_request(args.fault, args.signal, args.code)
+    launcher, status = choose(job, args.launcher_pid)
+    check_budget(status, args.count)
+    if not status["steady"]:
+        raise not_steady(status)
+    local_ranks = sorted(w["local_rank"] for w in status["workers"])
+    if args.local_rank is not None:
+        if args.local_rank not in local_ranks:
+            raise ResumableError(
+                "no training process of local rank %d runs here (local ranks %s)"
+                % (args.local_rank, ", ".join(map(str, local_ranks)) or "none"),
+                "--local-rank %d" % args.local_rank,
+                "Pick one of the pod's local ranks.",
+            )
+        request["local_rank"] = args.local_rank
+    # each round: the job's own bounds for a recovery (the hang timeout for a hang, then the start timeout)
+    timeout = args.timeout or float(job.launcher.start_timeout + job.launcher.hang_timeout)
+    rng = random.Random(args.seed)
+    rounds = []
+    for _ in range(args.count):
+        result = run_round(launcher, request, args.within, timeout, rng)
+        rounds.append(result)
+        if not result["recovered"]:
+            break
+    if args.format == "json":
+        print(jsonio.dumps(to_json(job.name, status, fault, rounds), sys.stdout))
+    else:
+        sys.stdout.write(render(job.name, status, fault, rounds))
+    done = len(rounds) == args.count and all(r["recovered"] for r in rounds)
+    return EXIT_OK if done else EXIT_FAILED
+
+
 def cmd_patch_torchrun(args: argparse.Namespace) -> int:
     from .torchrun_patch import patch, undo
 
@@ -214,6 +260,40 @@ def register(sub: Any) -> None:
     tl.add_argument("--format", choices=["text", "json"], default="text")
     tl.add_argument("--events", action="store_true", help="list every event too")
     tl.set_defaults(func=cmd_timeline)
+
+    dr = sub.add_parser(
+        "drill",
+        help="inject faults into this pod's running job on purpose and print each recovery's phases vs the budget",
+        description="Inside a training pod (kubectl exec POD -- resumable drill ...) or beside resumable launch: "
+        "asks the job's launcher to inject a fault into a local rank at a random moment once the job trains "
+        "steadily (kill with a signal, a hang by SIGSTOP, an exit with a code), waits until it trains again, N "
+        "times, and prints the measured phases of each recovery against the plan's budget and their spread. "
+        "Exit 2 when no launcher of the job runs here, N exceeds the restarts left or the job is not in steady "
+        "training; exit 1 when a recovery did not come back within the timeout.",
+    )
+    _profile_args(dr)
+    dr.add_argument("--fault", choices=["kill", "hang", "exit"], default="kill")
+    dr.add_argument("--signal", default="SIGKILL", metavar="NAME", help="the signal of --fault kill (default SIGKILL)")
+    dr.add_argument("--code", type=int, default=1, metavar="N", help="the exit code of --fault exit (default 1)")
+    dr.add_argument("--local-rank", type=int, metavar="N", help="the local rank to hit (default: a random one)")
+    dr.add_argument("--count", type=int, default=1, metavar="N", help="faults, one after the other (default 1)")
+    dr.add_argument(
+        "--within",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="the fault comes at a random moment this many seconds at most after steady training (default 5)",
+    )
+    dr.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="how long each recovery may take (default: the plan's start_timeout + hang_timeout)",
+    )
+    dr.add_argument("--seed", type=int, help="seed of the random moments and ranks")
+    dr.add_argument("--launcher-pid", type=int, metavar="PID", help="the launcher to drill when more than one runs")
+    dr.add_argument("--format", choices=["text", "json"], default="text")
+    dr.set_defaults(func=cmd_drill)
 
     im = sub.add_parser("image", help="build the training image: context, run.py patch, wheel dependencies")
     isub = im.add_subparsers(dest="image_command", metavar="COMMAND")

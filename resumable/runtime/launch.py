@@ -36,7 +36,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from .. import constants as C
 from .. import fileio
 from ..errors import ResumableError, escape_controls, shown
-from ..plan.model import EnvVar, JobPlan, PodValue, env_reference
+from ..plan.model import EnvVar, JobPlan, PodValue, TorchrunOptions, env_reference
 from . import installed, podenv, podvars
 from .torchrun_patch import count_line, read_run_py
 
@@ -100,6 +100,13 @@ class LaunchSpec:
     hang_timeout: float = float(C.HANG_FLOOR_SECONDS)
     #: where the launch makes its private runtime directory (the event socket): TMPDIR's directory
     runtime_parent: str = dataclasses.field(default_factory=tempfile.gettempdir)
+    #: seconds from a training process's start through its process group's initialisation, and from a
+    #: fault to the new processes (plan.launcher.start_timeout)
+    start_timeout: float = float(C.START_FLOOR_SECONDS)
+    #: torchrun's --max_restarts as the plan passes it (None: torchrun's own default, 0); the drill's limit
+    max_restarts: Optional[int] = None
+    #: the launcher that runs (torchrun, torch_npu_run, msrun)
+    launcher: str = "torchrun"
 
     @property
     def timeline_path(self) -> str:
@@ -130,9 +137,16 @@ SOCKET_NAME = "events.sock"
 SOCKET_PATH_MAX = 107
 
 
+#: the longest socket name in the runtime directory: a training process's command socket, w<pid>.sock
+#: with the largest pid Linux gives (pid_max at most 2^22, proc(5))
+LONGEST_SOCKET_NAME = "w%d.sock" % (1 << 22)
+
+
 def socket_path_problem(runtime_parent: str) -> Optional[str]:
-    """Why the event socket cannot be made under ``runtime_parent`` (TMPDIR), or None."""
-    longest = os.path.join(runtime_parent, RUNTIME_PREFIX + "x" * 8, SOCKET_NAME)
+    """Why the event socket (and the training processes' command sockets beside it) cannot be made
+    under ``runtime_parent`` (TMPDIR), or None."""
+    name = max(SOCKET_NAME, LONGEST_SOCKET_NAME, key=len)
+    longest = os.path.join(runtime_parent, RUNTIME_PREFIX + "x" * 8, name)
     size = len(os.fsencode(longest))
     if size <= SOCKET_PATH_MAX:
         return None
@@ -141,7 +155,7 @@ def socket_path_problem(runtime_parent: str) -> Optional[str]:
         "socket path has at most %d bytes (unix(7)): set TMPDIR to a directory of at most %d characters"
         % (
             shown(runtime_parent),
-            os.path.join("$TMPDIR", RUNTIME_PREFIX + "XXXXXXXX", SOCKET_NAME),
+            os.path.join("$TMPDIR", RUNTIME_PREFIX + "XXXXXXXX", name),
             size,
             SOCKET_PATH_MAX,
             SOCKET_PATH_MAX - (size - len(os.fsencode(runtime_parent))),
@@ -500,8 +514,14 @@ def build_spec(
         export(
             C.ENV_RESUMABLE_ATTEMPT_STORE,
             "1",
-            "workers of restart n use PrefixStore('%s<n>') on the agent's store (torch >= 2.6; HA72-075)"
-            % C.ATTEMPT_STORE_PREFIX,
+            "workers of restart n use PrefixStore('%s<n>') on the agent's store where the torch that runs "
+            "reuses it (>= 2.6; HA72-075)" % C.ATTEMPT_STORE_PREFIX,
+        )
+    if launcher.warm_workers:
+        export(
+            C.ENV_RESUMABLE_WARM,
+            "1",
+            "the agent forks the workers of a restart from a process that imported the framework (warm workers)",
         )
 
     # 6. the launcher command
@@ -557,6 +577,9 @@ def build_spec(
         private_dirs=private,
         hang_timeout=float(launcher.hang_timeout),
         runtime_parent=runtime_parent,
+        start_timeout=float(launcher.start_timeout),
+        max_restarts=launcher.config.max_restarts if isinstance(launcher.config, TorchrunOptions) else None,
+        launcher=launcher.launcher,
     )
 
 

@@ -26,6 +26,20 @@
 - Each training process sends a heartbeat every plan.launcher.heartbeat_seconds (start-up hook); one
   silent for the plan's hang timeout (a SIGSTOPped or wedged process) is recorded as ``worker-hang``,
   the fault of its generation with its rank, and SIGKILLed, so the agent recovers it as a crash.
+- The phases of each recovery go to the timeline (issue 27): ``fault-detected`` when the agent reaped
+  the failed process (its monitor noticed), ``workers-stopped`` when every process that ended since the
+  fault is gone, ``restart`` when the first new process reports, and from the start-up hook in each new
+  process ``pg-init``, ``pg-ready`` (``pg-error``) and ``first-collective``.
+- No restart ends in silence: a training process that has not initialised its process group
+  plan.launcher.start_timeout after it started, while a peer of its generation has begun to, is
+  recorded as ``worker-hang`` with its phase and SIGKILLed like a hung one (the ranks that never began
+  are taken first: they are what the others wait for); a recovery whose new processes have not started
+  that long after the fault is recorded as ``recovery-timeout`` and the training is stopped, so the
+  Pod- or job-level rung takes over (issue 27: a restarted generation waited in the rendezvous for 13
+  minutes without a word).
+- ``resumable drill`` asks through the same socket: its status, and a fault injected into a local rank
+  (a signal, a hang by SIGSTOP, an exit with a code through the process's command socket), logged as
+  ``drill``.
 - The exit code is the training's: 0 on success; otherwise the exit code of the worker whose
   failure ended the job (128 + N for a worker killed by signal N, as a shell reports it, so that
   restartPolicy ExitCode can tell a crash from a user error), else the agent's; 128 + N when the
@@ -56,7 +70,8 @@ from ..fileio import make_dirs, open_append, os_errors, remove_dirs
 from .launch import RUNTIME_PREFIX, SOCKET_NAME, LaunchSpec, _host
 from .podenv import private_dir
 from .proctable import ProcStat, descendants, proc_stat, send
-from .timeline import INT_LIMIT, TIME_LIMIT, TimelineWriter
+from .timeline import INT_LIMIT, SECONDS_LIMIT, TIME_LIMIT, TimelineWriter
+from .workerhook import COLLECTIVES, ERROR_CHARS, WORKER_SOCKET
 
 #: seconds between looks at the children, the workers and the event socket
 POLL_SECONDS = 0.02
@@ -67,7 +82,41 @@ SWEEP_SECONDS = 2.0
 #: a launcher loop that did not run for this long restarts every hang watch (its own heartbeat view
 #: is incomplete; the socket queue holds only a few datagrams)
 HANG_GAP_SECONDS = 5.0
+#: how many decimals the durations of a hang or a late start are recorded with (milliseconds): a
+#: silence just over its timeout can read as the timeout itself
+RECORDED_DECIMALS = 3
 PR_SET_CHILD_SUBREAPER = 36
+#: how far a training process got in its start: the start-up hook reports each step
+PHASES = ("started", "pg-init", "pg-ready", "training")
+#: what each phase is called in a report
+PHASE_TEXT = {
+    "started": "before process group init",
+    "pg-init": "in process group init",
+    "pg-ready": "process group ready",
+    "training": "training",
+}
+#: the events of the start-up hook that move a process's phase
+PHASE_EVENTS = {"pg-init": "pg-init", "pg-ready": "pg-ready", "first-collective": "training", "pg-error": None}
+#: what the agent's warm-workers hook reports
+WARM_STATES = ("starting", "ready", "off", "cold")
+#: how many ranks that are not training yet a drill's refusal names (the rest are counted)
+DRILL_NAMED = 8
+#: the signals a drill may kill a training process with (each ends a process by default)
+DRILL_SIGNALS = (
+    signal.SIGHUP,
+    signal.SIGINT,
+    signal.SIGQUIT,
+    signal.SIGILL,
+    signal.SIGABRT,
+    signal.SIGBUS,
+    signal.SIGFPE,
+    signal.SIGKILL,
+    signal.SIGUSR1,
+    signal.SIGSEGV,
+    signal.SIGUSR2,
+    signal.SIGTERM,
+)
+DRILL_FAULTS = ("kill", "hang", "exit")
 
 
 def decode_status(status: int) -> int:
@@ -104,6 +153,13 @@ class Worker:
     #: time.monotonic() of its last heartbeat; None until the first (only a beating process is watched)
     last_beat: Optional[float] = None
     hung: bool = False
+    #: how far it got (PHASES)
+    phase: str = "started"
+    #: time.monotonic() when its start was reported (the start timeout counts from there)
+    began: float = dataclasses.field(default_factory=time.monotonic)
+    #: time.time() when it was seen ended, and when its process was gone (reaped)
+    ended_at: Optional[float] = None
+    gone_at: Optional[float] = None
 
 
 def _count(value: Any) -> Optional[int]:
@@ -111,6 +167,18 @@ def _count(value: Any) -> Optional[int]:
     if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= INT_LIMIT:
         return value
     return None
+
+
+def _number(value: Any, high: float = SECONDS_LIMIT) -> Optional[float]:
+    """``value`` when it is a finite number from 0 to ``high``, else None."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= high:
+        return float(value)
+    return None
+
+
+def _text(value: Any, limit: int = ERROR_CHARS) -> Optional[str]:
+    """``value`` when it is a string (cut to ``limit`` characters), else None."""
+    return value[:limit] if isinstance(value, str) else None
 
 
 def _say(text: str) -> None:
@@ -158,6 +226,10 @@ class Supervisor:
         #: when the hang check last ran (a launcher that was not running cannot have seen heartbeats)
         self.last_hang_check: Optional[float] = None
         self.timeline: Optional[TimelineWriter] = None
+        #: the process whose fault is being recovered, and whether its detection was logged
+        self.fault_worker: Optional[Worker] = None
+        self.detected = False
+        self.runtime: Optional[str] = None
 
     # --- events --------------------------------------------------------------------------------------
     def _log(self, event: str, **fields: Any) -> None:
@@ -179,7 +251,7 @@ class Supervisor:
             return
         while True:
             try:
-                data = self.sock.recv(65536)
+                data, sender = self.sock.recvfrom(65536)
             except (BlockingIOError, InterruptedError):
                 return
             except OSError:
@@ -190,22 +262,85 @@ class Supervisor:
                 continue
             if not isinstance(message, dict):
                 continue
-            if message.get("event") == "worker-start":
+            kind = message.get("event")
+            if kind == "worker-start":
                 self._worker_started(message)
-            elif message.get("event") == "heartbeat":
+            elif kind == "heartbeat":
                 pid = message.get("pid")
                 w = self.workers.get(pid) if isinstance(pid, int) else None
                 if w is not None:
                     w.last_beat = time.monotonic()
+            elif isinstance(kind, str) and kind in PHASE_EVENTS:
+                self._worker_phase(kind, message)
+            elif kind == "warm":
+                self._warm(message)
+            elif kind == "drill" and sender:
+                self._answer(sender, self._drill(message))
+
+    def _when(self, m: Dict[str, Any]) -> float:
+        """A report's time: the sender's when it is a plausible Unix time, else now."""
+        when = m.get("time")
+        if not isinstance(when, (int, float)) or isinstance(when, bool) or not 0 < when <= TIME_LIMIT:
+            return time.time()
+        return float(when)
+
+    def _worker_phase(self, kind: str, m: Dict[str, Any]) -> None:
+        """A training process entered or finished its process group's initialisation, or its first
+        collective returned (the start-up hook's reports)."""
+        pid = _count(m.get("pid"))
+        w = self.workers.get(pid) if pid else None
+        if w is None or w.done:
+            return
+        fields: Dict[str, Any] = {}
+        if kind in ("pg-ready", "pg-error"):
+            fields["seconds"] = _number(m.get("seconds"))
+        if kind == "pg-error":
+            fields["error"] = _text(m.get("error"))
+        if kind == "first-collective":
+            op = m.get("op")
+            fields["op"] = op if op in COLLECTIVES or op == "optimizer.step" else None
+        phase = PHASE_EVENTS[kind]
+        if phase is not None and PHASES.index(phase) > PHASES.index(w.phase):
+            w.phase = phase
+        self._log(
+            kind,
+            rank=w.rank,
+            restart_count=w.restart_count,
+            when=self._when(m),
+            pid=w.pid,
+            generation=w.generation,
+            **fields,
+        )
+
+    def _warm(self, m: Dict[str, Any]) -> None:
+        """What the agent's warm-workers hook reports: starting, ready, off (with why), cold (a worker
+        started fresh, and why)."""
+        state = m.get("state")
+        if state not in WARM_STATES:
+            return
+        reason = _text(m.get("reason")) or ""
+        fields: Dict[str, Any] = {"state": state, "reason": reason}
+        seconds = _number(m.get("import_seconds"))
+        if seconds is not None:
+            fields["import_seconds"] = seconds
+        self._log("warm", when=self._when(m), pid=_count(m.get("pid")), **fields)
+        if state == "off":
+            _say("warning: warm workers are off, every worker starts fresh: %s" % reason)
+
+    def _answer(self, to: Any, reply: Dict[str, Any]) -> None:
+        """A reply to the drill (never blocking: a full queue drops it, the drill asks again)."""
+        if self.sock is None:
+            return
+        with contextlib.suppress(OSError, ValueError, TypeError):
+            self.sock.sendto(jsonio.dumps(reply, indent=None).encode("utf-8"), to)
 
     def _worker_started(self, m: Dict[str, Any]) -> None:
         # a report is a datagram: only the fields of the types the timeline holds are taken
         pid = _count(m.get("pid"))
         if pid is None or pid == 0:
             return
-        when = m.get("time")
-        if not isinstance(when, (int, float)) or isinstance(when, bool) or not 0 < when <= TIME_LIMIT:
-            when = time.time()
+        when = self._when(m)
+        warm = m.get("warm") is True
         rc = _count(m.get("restart_count"))
         rank = _count(m.get("rank"))
         local_rank = _count(m.get("local_rank"))
@@ -230,6 +365,7 @@ class Supervisor:
         if self.attempt is None and self.fault_time is None and not self.workers:
             self.attempt = rc
         elif group or in_place:
+            self._poll_gone()  # the processes reaped just before this start
             if self.fault_time is None and self.vanished is not None:
                 # the agent reaped the failed process before its status could be read: it is the fault
                 w, gone = self.vanished
@@ -245,6 +381,8 @@ class Supervisor:
                 self.faulted.add(w.generation)
                 self.fault_time = gone
                 self.fault_ranks = {w.rank}
+                self.fault_worker = w
+            self._log_stopped()
             seconds = None if self.fault_time is None else round(when - self.fault_time, 6)
             self.generation += 1
             if group:
@@ -262,6 +400,8 @@ class Supervisor:
             self.fault_time = None
             self.fault_ranks = set()
             self.vanished = None
+            self.fault_worker = None
+            self.detected = False
         self.workers[pid] = Worker(pid, rank, local_rank, rc, st.starttime if st else None, generation=self.generation)
         self._log(
             "worker-start",
@@ -271,10 +411,45 @@ class Supervisor:
             pid=pid,
             local_rank=local_rank,
             generation=self.generation,
+            warm=warm,
         )
 
-    def _worker_ended(self, w: Worker, code: Optional[int]) -> None:
+    def _log_stopped(self) -> None:
+        """At a restart: the fault's detection (if its process was gone unseen) and the moment every
+        process that ended since the fault was gone (``workers-stopped``)."""
+        if self.fault_time is None:
+            return
+        fault = self.fault_worker
+        detected = self.fault_time
+        if fault is not None and not self.detected:
+            # gone before the launcher saw it go (or the status was read from a zombie it never saw
+            # reaped): detected when it was seen gone, never before the fault
+            detected = max(self.fault_time, fault.gone_at or fault.ended_at or time.time())
+            self.detected = True
+            self._log(
+                "fault-detected",
+                rank=fault.rank,
+                restart_count=fault.restart_count,
+                when=detected,
+                pid=fault.pid,
+                generation=fault.generation,
+            )
+        ended = [
+            w for w in self.workers.values() if w.done and w.ended_at is not None and w.ended_at >= self.fault_time
+        ]
+        if fault is not None and fault not in ended:
+            ended.append(fault)
+        times = [t for t in (w.gone_at or w.ended_at for w in ended) if t is not None]
+        self._log(
+            "workers-stopped",
+            when=max([detected, *times]),
+            pids=sorted(w.pid for w in ended),
+            generation=fault.generation if fault is not None else None,
+        )
+
+    def _worker_ended(self, w: Worker, code: Optional[int], gone: bool = False) -> None:
         w.done = True
+        w.ended_at = time.time()
         if code == 0:
             kind = "worker-exit"
         elif (
@@ -294,9 +469,117 @@ class Supervisor:
             kind = "worker-fault"
             self.faulted.add(self.generation)
             self.fault_ranks = {w.rank}
-            self.fault_time = time.time()
+            self.fault_time = w.ended_at
             self.last_fault, self.last_fault_code = w, code
+            self.fault_worker, self.detected = w, False
         self._log(kind, rank=w.rank, exit_code=code, restart_count=w.restart_count, pid=w.pid, generation=w.generation)
+        if gone:
+            self._worker_gone(w)
+
+    def _worker_gone(self, w: Worker) -> None:
+        """Its process is gone: the agent reaped it (so the agent's monitor has seen the failure), or
+        it ended before the launcher looked. Its command socket goes with it."""
+        w.gone_at = time.time()
+        if self.runtime is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(self.runtime, WORKER_SOCKET % w.pid))
+        if w is self.fault_worker and not self.detected and self.fault_time is not None:
+            self.detected = True
+            self._log(
+                "fault-detected",
+                rank=w.rank,
+                restart_count=w.restart_count,
+                when=w.gone_at,
+                pid=w.pid,
+                generation=w.generation,
+            )
+
+    # --- the drill ------------------------------------------------------------------------------------
+    def status(self) -> Dict[str, Any]:
+        """What ``resumable drill`` needs to know: the job, its restarts, whether it trains steadily."""
+        live = [w for w in self.workers.values() if not w.done]
+        why = None
+        if self.stop_reason is not None or self.ending:
+            why = "the launcher is stopping the training (%s)" % (self.stop_reason or "the agent ended")
+        elif self.fault_time is not None:
+            why = "a fault of rank %s is being recovered" % sorted(self.fault_ranks, key=str)
+        elif not live:
+            why = "no training process runs"
+        else:
+            behind = sorted((w for w in live if w.phase != "training"), key=lambda w: (w.rank is None, w.rank or 0))
+            if behind:
+                # every rank that is not there yet, in rank order (the order the processes reported in is chance)
+                where = ["rank %s is %s" % (w.rank, PHASE_TEXT.get(w.phase, w.phase)) for w in behind[:DRILL_NAMED]]
+                if len(behind) > DRILL_NAMED:
+                    where.append("%d more" % (len(behind) - DRILL_NAMED))
+                why = "%s (no first collective after the process group's start reported yet)" % ", ".join(where)
+        return {
+            "job": self.spec.job,
+            "launcher_pid": self.pid,
+            "launcher": self.spec.launcher,
+            "timeline": self.spec.timeline_path,
+            "max_restarts": self.spec.max_restarts,
+            "restart_count": self.attempt,
+            "generation": self.generation,
+            "steady": why is None,
+            "why_not": why,
+            "hang_timeout": self.spec.hang_timeout,
+            "start_timeout": self.spec.start_timeout,
+            "workers": [
+                {"rank": w.rank, "local_rank": w.local_rank, "pid": w.pid, "phase": w.phase, "generation": w.generation}
+                for w in live
+            ],
+        }
+
+    def _drill(self, m: Dict[str, Any]) -> Dict[str, Any]:
+        """A drill's request: ``status``, or ``inject`` a fault into the live process of a local rank."""
+        op = m.get("op")
+        if op == "status":
+            return {"ok": True, "status": self.status()}
+        if op != "inject":
+            return {"ok": False, "error": "unknown request"}
+        fault, local_rank = m.get("fault"), _count(m.get("local_rank"))
+        if fault not in DRILL_FAULTS or local_rank is None:
+            return {"ok": False, "error": "a fault (kill, hang, exit) and a local rank are needed"}
+        state = self.status()
+        if not state["steady"]:
+            return {"ok": False, "error": "not in steady training: %s" % state["why_not"]}
+        w = next((w for w in self.workers.values() if not w.done and w.local_rank == local_rank), None)
+        if w is None:
+            return {"ok": False, "error": "no training process of local rank %d runs" % local_rank}
+        details: Dict[str, Any] = {}
+        if fault == "kill":
+            signum = _count(m.get("signal"))
+            if signum not in DRILL_SIGNALS:
+                return {"ok": False, "error": "signal %s is not one a drill kills with" % m.get("signal")}
+            details["signal"] = signal.Signals(signum).name
+            send(w.pid, signum)
+        elif fault == "hang":
+            details["signal"] = "SIGSTOP"
+            send(w.pid, signal.SIGSTOP)
+        else:
+            code = _count(m.get("code"))
+            if code is None or not 1 <= code <= 255:
+                return {"ok": False, "error": "an exit code from 1 to 255 is needed"}
+            details["code"] = code
+            if self.sock is None or self.runtime is None:
+                return {"ok": False, "error": "the launcher has no socket"}
+            try:
+                command = jsonio.dumps({"command": "exit", "code": code}, indent=None).encode("utf-8")
+                self.sock.sendto(command, os.path.join(self.runtime, WORKER_SOCKET % w.pid))
+            except OSError as exc:
+                return {"ok": False, "error": "rank %s takes no command (%s)" % (w.rank, exc.strerror or exc)}
+        self._log(
+            "drill",
+            rank=w.rank,
+            restart_count=w.restart_count,
+            pid=w.pid,
+            local_rank=w.local_rank,
+            generation=w.generation,
+            fault=fault,
+            **details,
+        )
+        return {"ok": True, "rank": w.rank, "pid": w.pid, "generation": w.generation, "time": time.time()}
 
     def _check_hangs(self) -> None:
         """A training process silent for the plan's hang timeout is hung: recorded as the fault (its rank
@@ -319,38 +602,121 @@ class Supervisor:
         for w in list(self.workers.values()):
             if w.done or w.hung or w.last_beat is None or now - w.last_beat <= timeout:
                 continue
-            w.hung = True
-            self._log(
-                "worker-hang",
-                rank=w.rank,
-                restart_count=w.restart_count,
-                pid=w.pid,
-                generation=w.generation,
-                silent_seconds=round(now - w.last_beat, 3),
+            self._hung(
+                w,
+                "heartbeat",
+                "sent no heartbeat for %.0f s (hang timeout %.0f s)" % (now - w.last_beat, timeout),
+                silent_seconds=round(now - w.last_beat, RECORDED_DECIMALS),
                 hang_timeout=timeout,
-                action="SIGKILL",
             )
-            _say(
-                "rank %s (pid %d) sent no heartbeat for %.0f s (hang timeout %.0f s): taken for hung and killed "
-                "so that the agent recovers it" % (w.rank, w.pid, now - w.last_beat, timeout)
-            )
-            if self.fault_time is None:
-                self.faulted.add(w.generation)
-                self.fault_ranks = {w.rank}
-                self.fault_time = time.time()
-                self.last_fault, self.last_fault_code = w, -signal.SIGKILL
-            else:
-                self.fault_ranks.add(w.rank)
-            send(w.pid, signal.SIGKILL)
+
+    def _hung(self, w: Worker, cause: str, why: str, **fields: Any) -> None:
+        """Record ``w`` as hung (the fault of its generation, or one more rank of the fault being
+        recovered) and SIGKILL it, so that the agent recovers it as a crash."""
+        w.hung = True
+        self._log(
+            "worker-hang",
+            rank=w.rank,
+            restart_count=w.restart_count,
+            pid=w.pid,
+            generation=w.generation,
+            cause=cause,
+            phase=w.phase,
+            action="SIGKILL",
+            **fields,
+        )
+        _say(
+            "rank %s (pid %d, %s) %s: taken for hung and killed so that the agent recovers it"
+            % (w.rank, w.pid, PHASE_TEXT.get(w.phase, w.phase), why)
+        )
+        if self.fault_time is None:
+            self.faulted.add(w.generation)
+            self.fault_ranks = {w.rank}
+            self.fault_time = time.time()
+            self.last_fault, self.last_fault_code = w, -signal.SIGKILL
+            self.fault_worker, self.detected = w, False
+        else:
+            self.fault_ranks.add(w.rank)
+        send(w.pid, signal.SIGKILL)
+
+    def _check_starts(self) -> None:
+        """No start ends in silence: in a generation where a process has begun to initialise its process
+        group, one that has not finished it start_timeout after it started is hung. The ones that never
+        began are taken first (the others wait for them); when all began, every late one is (they wait
+        for a peer on another pod). A generation with a fault is left to its recovery."""
+        timeout = self.spec.start_timeout
+        if timeout <= 0 or self.stop_reason is not None or self.ending:
+            return
+        now = time.monotonic()
+        generations: Dict[int, List[Worker]] = {}
+        for w in self.workers.values():
+            generations.setdefault(w.generation, []).append(w)
+        for generation, members in generations.items():
+            if generation in self.faulted or not any(w.phase != "started" for w in members):
+                continue  # being recovered already; or nothing here uses a process group (yet)
+            late = [
+                w
+                for w in members
+                if not w.done and not w.hung and w.phase in ("started", "pg-init") and now - w.began > timeout
+            ]
+            culprits = [w for w in late if w.phase == "started"] or late
+            for w in culprits:
+                self._hung(
+                    w,
+                    "start-timeout",
+                    "has not initialised its process group %.0f s after it started (start timeout %.0f s)"
+                    % (now - w.began, timeout),
+                    seconds=round(now - w.began, RECORDED_DECIMALS),
+                    start_timeout=timeout,
+                )
+
+    def _check_recovery(self) -> None:
+        """No recovery ends in silence: new processes start_timeout after the fault, or the training is
+        stopped so that the Pod- or job-level rung takes over."""
+        timeout = self.spec.start_timeout
+        if self.fault_time is None or timeout <= 0 or self.stop_reason is not None or self.ending:
+            return
+        waited = time.time() - self.fault_time
+        if waited <= timeout:
+            return
+        fault = self.fault_worker
+        phase = "workers stopped" if self.detected else "fault not yet detected by the agent"
+        self._log(
+            "recovery-timeout",
+            rank=fault.rank if fault else None,
+            restart_count=fault.restart_count if fault else None,
+            seconds=round(waited, RECORDED_DECIMALS),
+            start_timeout=timeout,
+            phase=phase,
+            generation=fault.generation if fault else None,
+        )
+        _say(
+            "no new training process %.0f s after the fault of rank %s (start timeout %.0f s; %s): the training "
+            "is stopped so that the Pod- or job-level rung takes over"
+            % (waited, fault.rank if fault else "?", timeout, phase)
+        )
+        self._stop_training("no new training process %.0f s after the fault" % timeout, signal.SIGTERM)
+
+    def _poll_gone(self) -> None:
+        """When the processes seen ended were reaped."""
+        for w in list(self.workers.values()):
+            if w.done and w.gone_at is None:
+                st = proc_stat(w.pid)
+                if st is None or (w.starttime is not None and st.starttime != w.starttime):
+                    self._worker_gone(w)
 
     def _poll_workers(self) -> None:
         for w in list(self.workers.values()):
-            if w.done:
+            if w.done and w.gone_at is not None:
                 continue
             st = proc_stat(w.pid)
-            if st is None or (w.starttime is not None and st.starttime != w.starttime):
-                self._worker_ended(w, None)
-            elif st.state == "Z":
+            gone = st is None or (w.starttime is not None and st.starttime != w.starttime)
+            if w.done:
+                if gone:
+                    self._worker_gone(w)
+            elif gone:
+                self._worker_ended(w, None, gone=True)
+            elif st is not None and st.state == "Z":
                 self._worker_ended(w, None if st.wait_status is None else decode_status(st.wait_status))
 
     # --- children ------------------------------------------------------------------------------------
@@ -392,7 +758,9 @@ class Supervisor:
                     )
                     self._stop_training("the TaskD Manager exited", signal.SIGTERM)
             elif pid in self.workers and not self.workers[pid].done:
-                self._worker_ended(self.workers[pid], code)
+                self._worker_ended(self.workers[pid], code, gone=True)
+            elif pid in self.workers and self.workers[pid].gone_at is None:
+                self._worker_gone(self.workers[pid])
 
     def _alive(self, proc: Optional[subprocess.Popen[bytes]]) -> bool:
         return proc is not None and proc.returncode is None
@@ -521,6 +889,7 @@ class Supervisor:
     def run(self) -> int:
         spec = self.spec
         runtime, _ = self._prepare()
+        self.runtime = runtime
         handlers = {}
         clean = False
         try:
@@ -563,6 +932,8 @@ class Supervisor:
                 self._reap()
                 self._poll_workers()
                 self._check_hangs()
+                self._check_starts()
+                self._check_recovery()
                 if self.deadline is not None and not self.killed and time.monotonic() >= self.deadline:
                     self.killed = True
                     self._kill_all("grace period of %.0f s over" % spec.grace_seconds)

@@ -18,28 +18,44 @@ worker-hang     a training process sent no heartbeat for the plan's hang timeout
                 (``action``) so that the agent recovers it
 worker-exit     a training process ended with 0
 worker-end      a training process was gone before its status could be read
+fault-detected  the agent reaped the failed process (its monitor saw the fault)
+workers-stopped every process that ended since the fault was gone (``pids``): written at the restart
 restart         the first process of the next generation started: ``seconds`` since the fault; ``kind``
                 ``group`` (the agent restarted every process: TORCHELASTIC_RESTART_COUNT went up) or
                 ``in-place`` (only the faulty ranks got new processes, the others ran on: TaskD's
                 restart of the faulty ranks keeps the restart count); ``fault_ranks``
+pg-init         a training process entered torch.distributed.init_process_group (start-up hook)
+pg-ready        it returned (``seconds`` in it); pg-error: it raised (``error``)
+first-collective  its first collective (or optimizer step) after that returned (``op``)
+recovery-timeout  no new training process ``start_timeout`` after the fault: the training is stopped
+warm            the warm-workers hook of the agent: ``state`` starting, ready, off, cold (``reason``)
+drill           ``resumable drill`` injected a fault (``fault``, ``signal`` or ``code``, ``local_rank``)
 signal          the launcher got SIGTERM/SIGINT; stop: it sent it to every process (``pids``) and
                 gives them the grace period; kill: grace period over
 manager-lost    the TaskD Manager exited while the training ran: the training is stopped
 exit            the launcher's exit code and the agent's
 =============== ==============================================================================
 
+``worker-hang`` also says why (``cause``: ``heartbeat``, or ``start-timeout`` for a process that had
+not initialised its process group ``start_timeout`` after it started) and the ``phase`` it was in.
+
 ``resumable timeline FILE`` pairs each fault with the restart that followed (in the container, or
 the next launch on the same pod) and prints the measured duration next to the plan's budget for
 that level: the detection and restart terms (what the launcher can see) and the whole recovery.
-No MindCluster component reports measured recovery against a budget; this does it per pod.
+Then each recovery's phases: fault -> detected -> workers stopped -> new workers started -> process
+group ready -> first collective, each against the budget term it corresponds to (:data:`PHASES`),
+with their sums. No MindCluster component reports measured recovery against a budget; this does it
+per pod.
 
 Reading is strict about what it uses and keeps the rest: every line is parsed into an
 :class:`Event` (``time`` a finite number of Unix seconds, ``event`` a string, ``rank``,
 ``exit_code`` and ``restart_count`` integers or null), and the kinds the summary reads have their
 own class with their fields checked (:class:`LaunchEvent`: the ladder and the budget lines;
-:class:`RestartEvent`: its ``kind``); a new kind that needs fields of its own gets a class and an
-entry in ``_KINDS``. Every other field stays in ``details`` as written. A line that breaks this is a
-user error naming the line and the field (exit 2); only a torn last line is skipped.
+:class:`RestartEvent`: its ``kind`` and generation; :class:`WorkerEvent`: the pid and generation of a
+training process's events; :class:`HangEvent`: why and in which phase); a new kind that needs fields
+of its own gets a class and an entry in ``_KINDS``. Every other field stays in ``details`` as
+written. A line that breaks this is a user error naming the line and the field (exit 2); only a torn
+last line is skipped.
 """
 
 from __future__ import annotations
@@ -158,6 +174,27 @@ class RestartEvent(Event):
     ``in-place`` or None (a timeline from before restart kinds)."""
 
     restart_kind: Optional[str]
+    generation: Optional[int] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerEvent(Event):
+    """An event of training processes: ``pid`` and ``generation`` (null in a timeline from before
+    generations, and for ``workers-stopped`` the generation of the fault)."""
+
+    pid: Optional[int]
+    generation: Optional[int]
+
+
+@dataclasses.dataclass(frozen=True)
+class HangEvent(WorkerEvent):
+    """``worker-hang``: ``cause`` (``heartbeat``, ``start-timeout``; null before causes), the ``phase``
+    the process was in, and how long it was silent or starting against which timeout."""
+
+    cause: Optional[str]
+    phase: Optional[str]
+    seconds: Optional[float]
+    timeout: Optional[float]
 
 
 class _Fields:
@@ -183,6 +220,10 @@ class _Fields:
         if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
             raise self.wrong(field, value, "null or an integer from %d to %d" % (low, high))
         return value
+
+    def optional_number(self, field: str, high: float = SECONDS_LIMIT) -> Optional[float]:
+        value = self.item.get(field)
+        return None if value is None else self.number(field, value, high)
 
     def number(self, field: str, value: Any, high: float) -> float:
         wanted = "a number from 0 to %g" % high
@@ -250,11 +291,51 @@ def _launch(f: _Fields, base: Dict[str, Any]) -> Event:
 
 
 def _restart(f: _Fields, base: Dict[str, Any]) -> Event:
-    return RestartEvent(**base, restart_kind=f.text("kind", f.item.get("kind")))
+    return RestartEvent(
+        **base, restart_kind=f.text("kind", f.item.get("kind")), generation=f.integer("generation", low=0)
+    )
 
+
+def _worker(f: _Fields, base: Dict[str, Any]) -> WorkerEvent:
+    return WorkerEvent(**base, pid=f.integer("pid", low=0), generation=f.integer("generation", low=0))
+
+
+def _hang(f: _Fields, base: Dict[str, Any]) -> Event:
+    cause = f.text("cause", f.item.get("cause"))
+    start = cause == "start-timeout"
+    return HangEvent(
+        **base,
+        pid=f.integer("pid", low=0),
+        generation=f.integer("generation", low=0),
+        cause=cause,
+        phase=f.text("phase", f.item.get("phase")),
+        seconds=f.optional_number("seconds" if start else "silent_seconds"),
+        timeout=f.optional_number("start_timeout" if start else "hang_timeout"),
+    )
+
+
+#: the events of training processes the summary reads (their pid and generation)
+WORKER_KINDS = (
+    "worker-start",
+    "worker-fault",
+    "worker-stop",
+    "worker-exit",
+    "worker-end",
+    "fault-detected",
+    "workers-stopped",
+    "pg-init",
+    "pg-ready",
+    "pg-error",
+    "first-collective",
+)
 
 #: the kinds with fields of their own, and how to read them
-_KINDS: Dict[str, Callable[[_Fields, Dict[str, Any]], Event]] = {"launch": _launch, "restart": _restart}
+_KINDS: Dict[str, Callable[[_Fields, Dict[str, Any]], Event]] = {
+    "launch": _launch,
+    "restart": _restart,
+    "worker-hang": _hang,
+    **{kind: _worker for kind in WORKER_KINDS},
+}
 
 
 def parse_event(item: Any, number: int = 1, source: str = "<timeline>") -> Event:
@@ -316,6 +397,36 @@ def read_events(path: str) -> List[Event]:
     return events
 
 
+@dataclasses.dataclass(frozen=True)
+class PhaseSpec:
+    """One phase of a recovery: between two moments, compared with the budget terms it corresponds to."""
+
+    name: str
+    begins: str
+    ends: str
+    terms: Tuple[str, ...]
+
+
+#: the moments of a recovery, in order (what :class:`Recovery` records of each)
+MOMENTS = ("fault", "detected", "workers stopped", "new workers started", "process group ready", "first collective")
+#: the phases and the budget terms each corresponds to (plan/budget.py: RT00's decomposition); the
+#: process's stop and start together are the rescheduling (T1), the first step after the process group
+#: is ready loads the checkpoint and (on NPUs) compiles
+PHASES = (
+    PhaseSpec("detect", "fault", "detected", ("detect",)),
+    PhaseSpec("stop", "detected", "workers stopped", ()),
+    PhaseSpec("start", "workers stopped", "new workers started", ()),
+    PhaseSpec("comm init", "new workers started", "process group ready", ("T2 comm init",)),
+    PhaseSpec("first step", "process group ready", "first collective", ("T3 ckpt load", "T4 compile")),
+)
+#: the sums shown: a name, the phases summed and the budget terms they compare with
+SUMS = (
+    ("reschedule", ("stop", "start"), ("T1 reschedule",)),
+    ("to restart", ("detect", "stop", "start"), ("detect", "T1 reschedule")),
+    ("whole", tuple(p.name for p in PHASES), ("detect", "T1 reschedule", "T2 comm init", "T3 ckpt load", "T4 compile")),
+)
+
+
 @dataclasses.dataclass
 class Recovery:
     fault_time: float
@@ -329,12 +440,76 @@ class Recovery:
     level: Optional[str]
     budget_restart: Optional[float]
     budget_total: Optional[float]
-    #: the fault was a hang (``worker-hang``: no heartbeat for the plan's hang timeout), not an exit
+    #: the fault was a hang (``worker-hang``: no heartbeat for the plan's hang timeout, or no process
+    #: group ``start_timeout`` after the start), not an exit
     hang: bool = False
+    #: why it was taken for hung (``heartbeat``, ``start-timeout``) and in which phase it was
+    hang_cause: Optional[str] = None
+    hang_phase: Optional[str] = None
+    #: the generation the restart began (its processes' phases are this recovery's)
+    generation: Optional[int] = None
+    #: the moments after the fault: the agent saw it, the old processes were gone, the new processes'
+    #: process group was ready, their first collective returned (the latest of the new processes)
+    detected_time: Optional[float] = None
+    stopped_time: Optional[float] = None
+    ready_time: Optional[float] = None
+    first_time: Optional[float] = None
+    #: the budget terms of the level (from the launch header), for the phases
+    terms: Dict[str, float] = dataclasses.field(default_factory=dict)
 
     @property
     def seconds(self) -> Optional[float]:
         return None if self.restart_time is None else self.restart_time - self.fault_time
+
+    def moment(self, name: str) -> Optional[float]:
+        return {
+            "fault": self.fault_time,
+            "detected": self.detected_time,
+            "workers stopped": self.stopped_time,
+            "new workers started": self.restart_time,
+            "process group ready": self.ready_time,
+            "first collective": self.first_time,
+        }[name]
+
+    def budget(self, terms: Sequence[str]) -> Optional[float]:
+        """The sum of the level's ``terms`` (None without a budget, or with no term)."""
+        if not self.terms or not terms:
+            return None
+        return round(sum(self.terms.get(t, 0.0) for t in terms), 3)
+
+    def phase_seconds(self) -> Dict[str, Optional[float]]:
+        out: Dict[str, Optional[float]] = {}
+        for p in PHASES:
+            begins, ends = self.moment(p.begins), self.moment(p.ends)
+            out[p.name] = None if begins is None or ends is None else round(max(0.0, ends - begins), 6)
+        return out
+
+    def phases(self) -> List[Dict[str, Any]]:
+        """Each phase and each sum: measured seconds, the budget terms and seconds, within or not."""
+        measured = self.phase_seconds()
+        rows: List[Dict[str, Any]] = []
+        for p in PHASES:
+            rows.append(self._row(p.name, p.begins, p.ends, measured[p.name], p.terms))
+        for name, parts, terms in SUMS:
+            values = [measured[n] for n in parts]
+            total = None if any(v is None for v in values) else round(sum(v for v in values if v is not None), 6)
+            row = self._row(name, "", "", total, terms)
+            row["sum_of"] = list(parts)
+            rows.append(row)
+        return rows
+
+    def _row(self, name: str, begins: str, ends: str, seconds: Optional[float], terms: Sequence[str]) -> Dict[str, Any]:
+        budget = self.budget(terms)
+        within = None if seconds is None or budget is None else seconds <= budget
+        return {
+            "phase": name,
+            "from": begins,
+            "to": ends,
+            "seconds": seconds,
+            "budget_terms": list(terms),
+            "budget_seconds": budget,
+            "within": within,
+        }
 
 
 def _level(levels: List[str], how: str) -> Optional[str]:
@@ -350,27 +525,52 @@ def _level(levels: List[str], how: str) -> Optional[str]:
     return levels[0] if levels else None
 
 
+def _latest(current: Optional[float], value: float) -> float:
+    return value if current is None else max(current, value)
+
+
 def recoveries(events: Sequence[Event]) -> List[Recovery]:
     out: List[Recovery] = []
     header: Optional[LaunchEvent] = None
     pending: Optional[Recovery] = None
     session = 0
     fault_session = 0
+    #: (launch, generation) -> the recovery that began that generation (its phases come later)
+    began: Dict[Tuple[int, int], Recovery] = {}
     for e in events:
         if isinstance(e, LaunchEvent):
             header = e
             session += 1
-        elif e.kind in ("worker-fault", "worker-hang"):
+            continue
+        waiting = pending is not None and pending.restart_time is None
+        if e.kind in ("worker-fault", "worker-hang"):
             if pending is not None and pending.restart_time is None:
                 out.append(pending)
             pending = Recovery(
                 e.time, e.rank, e.exit_code, e.restart_count, "", None, None, None, None, hang=e.kind == "worker-hang"
             )
+            if isinstance(e, HangEvent):
+                pending.hang_cause, pending.hang_phase = e.cause, e.phase
             fault_session = session
-        elif isinstance(e, RestartEvent) and pending is not None and pending.restart_time is None and e.restart_kind:
+            continue
+        if e.kind == "fault-detected" and pending is not None and waiting and pending.detected_time is None:
+            pending.detected_time = e.time
+            continue
+        if e.kind == "workers-stopped" and pending is not None and waiting:
+            pending.stopped_time = e.time
+            continue
+        if isinstance(e, WorkerEvent) and e.kind in ("pg-ready", "first-collective") and e.generation is not None:
+            done = began.get((session, e.generation))
+            if done is not None and e.kind == "pg-ready":
+                done.ready_time = _latest(done.ready_time, e.time)
+            elif done is not None:
+                done.first_time = _latest(done.first_time, e.time)
+            continue
+        if isinstance(e, RestartEvent) and pending is not None and waiting and e.restart_kind:
             pending.how = "in place" if e.restart_kind == "in-place" else "group"
             pending.restart_time = e.time
-        elif e.kind == "worker-start" and pending is not None and pending.restart_time is None:
+            pending.generation = e.generation
+        elif e.kind == "worker-start" and pending is not None and waiting:
             if session != fault_session:
                 pending.how = "relaunch"
             elif (e.restart_count or 0) > (pending.restart_count or 0) or e.restart_count is None:
@@ -378,6 +578,7 @@ def recoveries(events: Sequence[Event]) -> List[Recovery]:
             else:
                 continue
             pending.restart_time = e.time
+            pending.generation = e.generation if isinstance(e, WorkerEvent) else None
         else:
             continue
         if pending is not None and pending.restart_time is not None and pending.level is None:
@@ -386,6 +587,9 @@ def recoveries(events: Sequence[Event]) -> List[Recovery]:
                 if line.level == pending.level:
                     pending.budget_restart = line.restart_seconds
                     pending.budget_total = line.total_seconds
+                    pending.terms = dict(line.terms)
+            if pending.generation is not None:
+                began[(session, pending.generation)] = pending
             out.append(pending)
             pending = None
     if pending is not None:
@@ -400,6 +604,38 @@ def _fmt(value: Optional[float], unit: str = " s") -> str:
 def _cell(value: Optional[object]) -> str:
     """A value for the text table: ``-`` for none, control characters escaped."""
     return "-" if value is None else escape_controls(str(value))
+
+
+#: how each phase and sum is labelled in the text output
+PHASE_LABELS = {
+    "reschedule": "  = reschedule (stop + start)",
+    "to restart": "fault -> new workers started",
+    "whole": "fault -> first collective",
+}
+
+
+#: the order of the text output: the reschedule right after its two phases, the sums last
+PHASE_ORDER = ("detect", "stop", "start", "reschedule", "comm init", "first step", "to restart", "whole")
+
+
+def _terms(names: Sequence[str]) -> str:
+    """The budget terms of a row, shortened when they are the whole run from detect to T4."""
+    return "detect + T1..T4" if len(names) > 3 else " + ".join(names)
+
+
+def phase_lines(r: Recovery) -> List[str]:
+    rows = {row["phase"]: row for row in r.phases()}
+    out = []
+    for name in PHASE_ORDER:
+        row = rows[name]
+        label = PHASE_LABELS.get(name) or "%s -> %s" % (row["from"], row["to"])
+        budget = ""
+        if row["budget_terms"]:
+            budget = "%s %s" % (_terms(row["budget_terms"]), _fmt(row["budget_seconds"]))
+            if row["within"] is not None:
+                budget += " (within)" if row["within"] else " (OVER)"
+        out.append(("    %-44s %-10s %s" % (label, _fmt(row["seconds"]), budget)).rstrip())
+    return out
 
 
 def render(path: str, events: Sequence[Event], show_events: bool = False) -> str:
@@ -423,10 +659,10 @@ def render(path: str, events: Sequence[Event], show_events: bool = False) -> str
         )
     ]
     if show_events:
-        out.append("  %-10s %-14s %-5s %-5s %s" % ("at", "event", "rank", "exit", "restart"))
+        out.append("  %-10s %-16s %-5s %-5s %s" % ("at", "event", "rank", "exit", "restart"))
         for e in events:
             out.append(
-                "  %-10s %-14s %-5s %-5s %s"
+                "  %-10s %-16s %-5s %-5s %s"
                 % (
                     "%+.2fs" % (e.time - start),
                     _cell(e.kind),
@@ -462,7 +698,31 @@ def render(path: str, events: Sequence[Event], show_events: bool = False) -> str
         )
     out.append(
         "budget to restart = the level's detect + T1 reschedule terms; the whole recovery adds rollback, comm "
-        "init, checkpoint load and compilation, which happen inside the training script."
+        "init, checkpoint load and compilation, which happen inside the training script (their phases below)."
+    )
+    out.append("the phases of each recovery (measured by the launcher and in the new processes) against the budget:")
+    for number, r in enumerate(items, 1):
+        cause = ""
+        if r.hang:
+            cause = " (%s)" % ("no process group in time" if r.hang_cause == "start-timeout" else "no heartbeat")
+        out.append(
+            "  recovery %d: rank %s %s%s at %+.2fs, %s%s, level %s"
+            % (
+                number,
+                _cell(r.rank),
+                "hang" if r.hang else "exit %s" % _cell(r.exit_code),
+                cause,
+                r.fault_time - start,
+                "%s restart" % r.how if r.how else "not restarted",
+                "" if r.generation is None else " (generation %d)" % r.generation,
+                _cell(r.level),
+            )
+        )
+        out.extend(phase_lines(r))
+    out.append(
+        "a phase without a figure was not seen (not restarted yet, or processes that do not report: an old "
+        "timeline, a script without torch.distributed); on a relaunch the detection and the stop happened "
+        "before this launch."
     )
     return "\n".join(out) + "\n"
 
@@ -473,5 +733,8 @@ def to_json(path: str, events: Sequence[Event]) -> Dict[str, Any]:
         "timeline": path,
         "events": len(events),
         "launches": sum(1 for e in events if isinstance(e, LaunchEvent)),
-        "recoveries": [dict(dataclasses.asdict(r), seconds=r.seconds) for r in items],
+        "recoveries": [
+            dict({k: v for k, v in dataclasses.asdict(r).items() if k != "terms"}, seconds=r.seconds, phases=r.phases())
+            for r in items
+        ],
     }

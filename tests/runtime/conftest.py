@@ -262,3 +262,24 @@ def left_behind(tree: List[Any]) -> List[int]:
         if st is not None and now is not None and now.starttime == st.starttime and now.state != "Z":
             left.append(pid)
     return left
+
+
+@contextlib.contextmanager
+def full_log_disk(path: Path) -> Iterator[Path]:
+    """A 64 KiB tmpfs mounted at ``path`` with an empty directory ``logs`` on it, the rest filled to
+    the last block; yields ``logs`` and unmounts after. Skips where mounting is not permitted."""
+    path.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(path)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root and mount permission)")
+    try:
+        logs = path / "logs"
+        logs.mkdir()
+        fd = os.open(str(path / "filler"), os.O_WRONLY | os.O_CREAT)
+        with contextlib.suppress(OSError):
+            while os.write(fd, b"x" * 512):
+                pass
+        os.close(fd)
+        yield logs
+    finally:
+        subprocess.run(["umount", "-l", str(path)], capture_output=True)

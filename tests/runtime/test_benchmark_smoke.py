@@ -29,3 +29,5 @@ def test_recovery_benchmark_prints_its_figures() -> None:
     assert "fewer than 10 trials" in out
     assert "torch default (no --monitor_interval)" in out and "plan / torch default = " in out
     assert "kill " in proc.stderr and "after step 12" in proc.stderr  # the random kill phase
+    assert "plan + warm workers" in out and "warm / default = " in out and "warm / plan    = " in out
+    assert "new workers running their script" in out and "median phases from the timeline" in out

@@ -98,6 +98,99 @@ def wait_for(predicate: Any, proc: subprocess.Popen[str], timeout: float = 180) 
     raise AssertionError("timed out")
 
 
+def assert_phases(job: Job, recovery: int = 0) -> Dict[str, Any]:
+    """Recovery ``recovery`` of the job's timeline (``resumable timeline --format json``) has every
+    phase measured, in order: fault <= detected <= workers stopped <= new workers started <= process
+    group ready <= first collective; each phase is compared with its budget terms; the text says so."""
+    path = next(job.logs.glob("timeline-*.jsonl"))
+    data = json.loads(cli(["timeline", str(path), "--format", "json"]).stdout)
+    rec = data["recoveries"][recovery]
+    moments = [rec[k] for k in ("fault_time", "detected_time", "stopped_time", "restart_time")]
+    moments += [rec["ready_time"], rec["first_time"]]
+    assert None not in moments, rec
+    assert moments == sorted(moments), rec
+    phases = {p["phase"]: p for p in rec["phases"]}
+    assert all(phases[n]["seconds"] is not None for n in ("detect", "stop", "start", "comm init", "first step"))
+    assert phases["comm init"]["budget_terms"] == ["T2 comm init"] and phases["comm init"]["budget_seconds"] > 0
+    whole = phases["whole"]["seconds"]
+    assert abs(whole - (rec["first_time"] - rec["fault_time"])) < 1e-3
+    text = cli(["timeline", str(path)]).stdout
+    assert "new workers started -> process group ready" in text and "fault -> first collective" in text
+    return dict(rec)
+
+
+def test_every_phase_of_a_recovery_after_a_kill(tmp_path: Path) -> None:
+    job = Job(tmp_path, profile_text(npus=2, max_restarts=3, monitor=1))
+    proc = job.start("--steps", "40", "--every", "5", "--step-seconds", "0.1")
+    wait_for(lambda: job.steps() and job.steps()[-1]["step"] >= 10, proc)
+    victim = next(e for e in job.timeline("worker-start") if e["rank"] == 1)
+    os.kill(victim["pid"], signal.SIGKILL)
+    out, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 0, out[-3000:]
+    rec = assert_phases(job)
+    assert rec["rank"] == 1 and rec["exit_code"] == -signal.SIGKILL and rec["how"] == "group"
+    # the new generation's processes reported their process group and first collective
+    ready = [e for e in job.timeline("pg-ready") if e["generation"] == rec["generation"]]
+    first = [e for e in job.timeline("first-collective") if e["generation"] == rec["generation"]]
+    assert sorted(e["rank"] for e in ready) == [0, 1] and {e["op"] for e in first} == {"all_reduce"}
+    (detected,) = job.timeline("fault-detected")
+    assert detected["pid"] == victim["pid"]
+
+
+def test_every_phase_of_an_in_place_restart(tmp_path: Path, torch_site: Path, vendor_site: Path) -> None:
+    """TaskD restarts the killed rank alone (the double's Manager: 209 when PROCESS_RECOVER is on, as the
+    Ascend Operator injects it); each rank is a process group of its own (``--solo``: the CPU stand-in
+    for MindIO rebuilding communication), so the new process initialises it and trains on."""
+    job = Job(tmp_path, profile_text(taskd=True, npus=2, max_restarts=3, monitor=1), [torch_site, vendor_site])
+    job.env["PROCESS_RECOVER"] = "on"
+    patch_torchrun(job)
+    proc = job.start("--steps", "100000", "--every", "5", "--step-seconds", "0.1", "--solo")
+    wait_for(lambda: len([e for e in job.steps() if e["rank"] == 1]) >= 5, proc)
+    victim = next(e for e in job.timeline("worker-start") if e["rank"] == 1)
+    os.kill(victim["pid"], signal.SIGKILL)
+    wait_for(lambda: len(job.timeline("first-collective")) >= 3, proc)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=120)
+    (tmp_path / "launcher.out").write_text(out)
+    (restart,) = job.timeline("restart")
+    assert restart["kind"] == "in-place" and restart["fault_ranks"] == [1]
+    rec = assert_phases(job)
+    assert rec["how"] == "in place" and rec["level"] == "recover-in-place"
+    # rank 0 ran on: one process for it, two for rank 1
+    assert sorted(e["rank"] for e in job.timeline("worker-start")) == [0, 1, 1]
+
+
+def test_a_peer_that_never_comes_up_is_a_hang_with_its_phase_and_the_group_recovers(tmp_path: Path) -> None:
+    """After a kill the restarted rank 1 never initialises its process group (a peer that never comes
+    up for rank 0's rendezvous, which waits in it, below gloo's 60 s): start_timeout (20 s) after it
+    started it is recorded as hung before process group init, the waiting rank 0 is not blamed, both
+    are restarted and the training finishes."""
+    job = Job(tmp_path, profile_text(npus=2, max_restarts=3, monitor=1, start_timeout=20))
+    proc = job.start(
+        "--steps", "40", "--every", "5", "--step-seconds", "0.1", "--stall-rank", "1", "--stall-restart", "1"
+    )
+    wait_for(lambda: job.steps() and job.steps()[-1]["step"] >= 10, proc)
+    victim = next(e for e in job.timeline("worker-start") if e["rank"] == 1)
+    os.kill(victim["pid"], signal.SIGKILL)
+    out, _ = proc.communicate(timeout=400)
+    (tmp_path / "launcher.out").write_text(out)
+    assert proc.returncode == 0, out[-3000:]
+    (hang,) = job.timeline("worker-hang")
+    stalled = next(e for e in job.timeline("worker-start") if e["pid"] == hang["pid"])
+    assert (hang["rank"], hang["restart_count"], hang["cause"], hang["phase"]) == (1, 1, "start-timeout", "started")
+    assert 20 <= float(hang["time"]) - float(stalled["time"]) < 20 + 15 and hang["start_timeout"] == 20
+    assert "has not initialised its process group" in out and "before process group init" in out
+    waiting = [e for e in job.timeline("pg-init") if e["restart_count"] == 1]
+    assert [e["rank"] for e in waiting] == [0]  # rank 0 waited in its rendezvous and was not blamed
+    restarts = job.timeline("restart")
+    assert [r["fault_ranks"] for r in restarts] == [[1], [1]]
+    done = [e for e in read_jsonl(job.progress) if e["event"] == "done"]
+    assert done and done[0]["step"] == 40 and done[0]["restart"] == 2
+    text = cli(["timeline", str(next(job.logs.glob("timeline-*.jsonl")))]).stdout
+    assert "hang (no process group in time)" in text
+    assert_phases(job, recovery=1)
+
+
 def patch_torchrun(job: Job) -> None:
     """``resumable image patch-torchrun`` as the image build runs it; the calls its one-process job made
     (a TaskD Manager, an agent) are not the job's, so they leave the job's fixture log."""
@@ -291,3 +384,6 @@ def test_a_stopped_worker_is_named_as_hung_and_the_training_resumes(
     assert rec["rank"] == 1 and rec["hang"] is True
     expected = {"group": "recover", "in-place": "recover-in-place"}[restart["kind"]] if taskd else "job"
     assert rec["how"] == restart["kind"].replace("-", " ") and rec["level"] == expected
+    # every phase after the hang: killed, reaped by the agent, stopped, restarted, ready, training
+    phased = assert_phases(job)
+    assert phased["hang"] is True and phased["hang_cause"] == "heartbeat" and phased["hang_phase"] == "training"

@@ -1,7 +1,8 @@
 """Generated hostile input for the commands that run in the training container and on the nodes
 (issue 25): ``timeline``, ``launch --dry-run``, ``launch``, ``doctor``, ``doctor --node``, ``image
-context``, ``image patch-torchrun`` and ``docs``, the way ``test_property.py`` drives ``validate``,
-``plan`` and ``render`` with generated profiles.
+context``, ``image patch-torchrun``, ``docs`` and ``drill`` (issue 27: special files and lying
+processes where it looks for launchers), the way ``test_property.py`` drives ``validate``, ``plan``
+and ``render`` with generated profiles.
 
 Each example describes its inputs as plain data (so hypothesis can shrink it): the files the command
 reads, each a regular file with generated text or bytes or a special one (a FIFO, a link to
@@ -15,8 +16,9 @@ log root of every profile are in the sandbox.
 
 Every run must:
 
-- exit 0 or 2 (``doctor``: 1 too, a failed check), never 3, and never print a traceback or "internal
-  error"; a refused run (exit 2) prints one paragraph on stderr;
+- exit 0 or 2 (``doctor``: 1 too, a failed check; ``drill``: 1 too, a recovery that did not come
+  back), never 3, and never print a traceback or "internal error"; a refused run (exit 2) prints one
+  paragraph on stderr;
 - end within :data:`TIME_LIMIT` (a hang is killed there and fails the example);
 - change nothing outside the sandbox (``outside`` and the sandbox's parent are compared before and
   after), and a refused run changes nothing in the sandbox either (no file, no empty directory);
@@ -506,7 +508,25 @@ def sandbox_profile(box: Box, source: Path) -> Path:
 
 # --- timeline ------------------------------------------------------------------------------------------
 
-KINDS = ["launch", "worker-start", "worker-fault", "worker-hang", "worker-stop", "restart", "exit", "signal"]
+KINDS = [
+    "launch",
+    "worker-start",
+    "worker-fault",
+    "worker-hang",
+    "worker-stop",
+    "restart",
+    "exit",
+    "signal",
+    "fault-detected",
+    "workers-stopped",
+    "pg-init",
+    "pg-ready",
+    "pg-error",
+    "first-collective",
+    "recovery-timeout",
+    "warm",
+    "drill",
+]
 json_scalars = st.one_of(
     st.none(),
     st.booleans(),
@@ -538,6 +558,13 @@ events = st.fixed_dictionaries(
         "budget": st.one_of(budget_lines, json_values),
         "job": json_values,
         "host": json_values,
+        "pid": st.one_of(st.integers(-2, 2**40), json_values),
+        "generation": st.one_of(st.integers(-1, 5), json_values),
+        "cause": st.one_of(st.sampled_from(["heartbeat", "start-timeout"]), json_values),
+        "phase": json_values,
+        "silent_seconds": st.one_of(st.floats(0, 100), json_values),
+        "seconds": st.one_of(st.floats(0, 100), json_values),
+        "start_timeout": st.one_of(st.integers(0, 100), json_values),
     },
 )
 RAW_LINES = [
@@ -580,6 +607,142 @@ def test_timeline_under_hostile_files(short: Path, spec: FileSpec, extra: List[s
     before = state(box)
     res = run(["timeline", str(path), *extra], box.env(), box.sandbox)
     check(res, box, before, json_out="json" in extra, text_out="json" not in extra)
+
+
+# --- drill -------------------------------------------------------------------------------------------------------
+
+#: what a hostile drill is told: its options, and what sits where it looks for launchers (TMPDIR)
+DRILL_OPTIONS = [
+    ["--count", "0"],
+    ["--count", "3"],
+    ["--count", "99999999999"],
+    ["--fault", "hang"],
+    ["--fault", "exit", "--code", "0"],
+    ["--fault", "exit", "--code", "300"],
+    ["--fault", "exit", "--code", "3"],
+    ["--signal", "SIGSTOP"],
+    ["--signal", "\x1b[2J"],
+    ["--signal", "term"],
+    ["--local-rank", "-1"],
+    ["--local-rank", "1"],
+    ["--within", "-1"],
+    ["--within", "nan"],
+    ["--timeout", "0"],
+    ["--launcher-pid", "1"],
+    ["--format", "json"],
+    ["--job", "\x1b[2J"],
+]
+
+
+def _status(job: str, timeline: str, **changes: Any) -> Dict[str, Any]:
+    status: Dict[str, Any] = {
+        "job": job,
+        "launcher_pid": 4242,
+        "launcher": "torchrun",
+        "timeline": timeline,
+        "max_restarts": 5,
+        "restart_count": 0,
+        "generation": 0,
+        "steady": True,
+        "why_not": None,
+        "hang_timeout": 10,
+        "start_timeout": 20,
+        "workers": [{"rank": 0, "local_rank": 0, "pid": 4243, "phase": "training", "generation": 0}],
+    }
+    status.update(changes)
+    return {"ok": True, "status": status}
+
+
+#: what a process answering on an events.sock says: a launcher that lies in each way, or garbage
+LIAR_ANSWERS: List[Callable[[str], Any]] = [
+    lambda timeline: _status("cpu-job", timeline),
+    lambda timeline: _status("cpu-job", timeline, steady=False, why_not="\x1b[2J\nrank 0"),
+    lambda timeline: _status("cpu-job", timeline, max_restarts="5", generation=None),
+    lambda timeline: _status("cpu-job", timeline, workers=[{"local_rank": "0"}, 7, None]),
+    lambda timeline: _status("\x1b[2J", timeline),
+    lambda timeline: _status("cpu-job", "/dev/zero"),
+    lambda timeline: {"ok": True, "status": [1, 2]},
+    lambda timeline: {"ok": "yes"},
+    lambda timeline: "NaN",
+    lambda timeline: "x" * 70000,
+    lambda timeline: None,  # no answer at all
+]
+liar_answers = st.sampled_from(range(len(LIAR_ANSWERS)))
+
+
+class Liar:
+    """A datagram socket that answers every request with one (hostile) answer, from a thread of the
+    test process (the drill runs in a forked child)."""
+
+    def __init__(self, path: Path, answer: Any) -> None:
+        import socket
+        import threading
+
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(str(path))
+        self.sock.settimeout(0.2)
+        self.answer = answer
+        self.running = True
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self) -> None:
+        import socket
+
+        while self.running:
+            try:
+                _, sender = self.sock.recvfrom(65536)
+            except (socket.timeout, OSError):
+                continue
+            if self.answer is None or not sender:
+                continue
+            data = self.answer if isinstance(self.answer, str) else json.dumps(self.answer)
+            with contextlib.suppress(OSError):
+                self.sock.sendto(data.encode("utf-8"), sender)
+
+    def close(self) -> None:
+        self.running = False
+        self.thread.join(5)
+        self.sock.close()
+
+
+@examples(dev=12)
+@given(
+    options=st.lists(st.sampled_from(DRILL_OPTIONS), max_size=3),
+    sockets=st.lists(st.one_of(st.sampled_from(SPECIAL).map(FileSpec), liar_answers), max_size=2),
+    timeline_spec=st.one_of(st.none(), timeline_files),
+)
+@example(options=[], sockets=[FileSpec("fifo")], timeline_spec=None)
+@example(options=[["--fault", "hang"]], sockets=[0], timeline_spec=FileSpec("dev-zero"))
+@example(options=[], sockets=[1, 9], timeline_spec=None)
+def test_drill_under_hostile_pods(
+    short: Path, options: List[List[str]], sockets: List[Any], timeline_spec: Optional[FileSpec]
+) -> None:
+    """No launcher, special files where launchers answer, processes there that answer as a lying
+    launcher or with garbage, a timeline that is no timeline: the drill exits 0, 1 (a recovery that
+    never came back) or 2, within the bound, writes nothing and signals nothing itself."""
+    box = Box.make(short)
+    profile = cpu_launch_profile(box)
+    timeline_path = box.sandbox / "timeline-h.jsonl"
+    materialise(timeline_spec or FileSpec("text", b'{"time": 1, "event": "launch"}\n'), timeline_path, box.outside)
+    liars = []
+    for number, item in enumerate(sockets):
+        runtime = box.sandbox / "tmp" / ("%s%08d" % (launch.RUNTIME_PREFIX, number))
+        runtime.mkdir()
+        if isinstance(item, FileSpec):
+            materialise(item, runtime / launch.SOCKET_NAME, box.outside)
+        else:
+            liars.append(Liar(runtime / launch.SOCKET_NAME, LIAR_ANSWERS[item](str(timeline_path))))
+    argv = ["drill", "--profile", str(profile), "--timeout", "2", "--within", "0"]
+    for option in options:
+        argv += option
+    before = state(box)
+    try:
+        res = run(argv, box.env(), box.sandbox)
+    finally:
+        for liar in liars:
+            liar.close()
+    check(res, box, before, allowed=(0, 1, 2), json_out="json" in argv, text_out="json" not in argv)
 
 
 # --- launch --dry-run and launch ---------------------------------------------------------------------------

@@ -286,3 +286,114 @@ def test_json_output_is_strict_json(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout, parse_constant=lambda name: pytest.fail("not JSON: " + name))
     assert data["recoveries"][0]["seconds"] == TIME_LIMIT
+
+
+# --- the phases of a recovery (issue 27) ------------------------------------------------------------------------
+
+TERMS = {"detect": 1.0, "T1 reschedule": 150.0, "T2 comm init": 20.0, "T3 ckpt load": 0.0, "T4 compile": 2.0}
+
+
+def phased(extra: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    header = {
+        "time": 0,
+        "event": "launch",
+        "job": "j",
+        "host": "h",
+        "levels": ["recover", "job"],
+        "budget": [{"level": "recover", "total_seconds": 300.0, "terms": TERMS}],
+    }
+    return [
+        header,
+        dict(ev(1, "worker-start", 0, rc=0), pid=10, generation=0),
+        dict(ev(1, "worker-start", 1, rc=0), pid=11, generation=0),
+        dict(ev(10, "worker-fault", 1, -9, 0), pid=11, generation=0),
+        dict(ev(10.5, "fault-detected", 1, rc=0), pid=11, generation=0),
+        dict(ev(10.75, "workers-stopped"), pids=[10, 11], generation=0),
+        dict(ev(11, "restart", rc=1), kind="group", generation=1, fault_ranks=[1]),
+        dict(ev(11, "worker-start", 0, rc=1), pid=12, generation=1),
+        dict(ev(11.1, "worker-start", 1, rc=1), pid=13, generation=1),
+        *extra,
+    ]
+
+
+READY = [
+    dict(ev(14, "pg-ready", 0, rc=1), pid=12, generation=1, seconds=0.5),
+    dict(ev(14.5, "pg-ready", 1, rc=1), pid=13, generation=1, seconds=0.5),
+    dict(ev(14.9, "first-collective", 1, rc=1), pid=13, generation=1, op="all_reduce"),
+    dict(ev(15.5, "first-collective", 0, rc=1), pid=12, generation=1, op="all_reduce"),
+]
+
+
+def test_each_phase_is_measured_and_compared_with_its_budget_term() -> None:
+    (r,) = recoveries(parsed(phased(READY)))
+    assert (r.detected_time, r.stopped_time, r.restart_time, r.ready_time, r.first_time) == (
+        10.5,
+        10.75,
+        11,
+        14.5,
+        15.5,
+    )
+    rows = {row["phase"]: row for row in r.phases()}
+    assert rows["detect"]["seconds"] == pytest.approx(0.5) and rows["detect"]["budget_terms"] == ["detect"]
+    assert rows["stop"]["seconds"] == pytest.approx(0.25) and rows["stop"]["budget_seconds"] is None
+    assert rows["start"]["seconds"] == pytest.approx(0.25)
+    assert rows["reschedule"]["seconds"] == pytest.approx(0.5) and rows["reschedule"]["budget_seconds"] == 150.0
+    # the group is ready when its last process is, and trains when the last first collective returned
+    assert rows["comm init"]["seconds"] == pytest.approx(3.5) and rows["comm init"]["within"] is True
+    first = rows["first step"]
+    assert first["seconds"] == pytest.approx(1.0) and first["budget_terms"] == ["T3 ckpt load", "T4 compile"]
+    assert first["budget_seconds"] == 2.0 and first["within"] is True
+    assert rows["to restart"]["seconds"] == pytest.approx(1.0) and rows["to restart"]["budget_seconds"] == 151.0
+    whole = rows["whole"]
+    assert whole["seconds"] == pytest.approx(5.5) and whole["budget_seconds"] == 173.0 and whole["within"]
+    text = render("t.jsonl", parsed(phased(READY)))
+    assert "recovery 1: rank 1 exit -9 at +10.00s, group restart (generation 1), level recover" in text
+    assert "new workers started -> process group ready   3.50 s     T2 comm init 20.00 s (within)" in text
+    assert "fault -> first collective                    5.50 s     detect + T1..T4 173.00 s (within)" in text
+    (data,) = to_json("t", parsed(phased(READY)))["recoveries"]
+    assert [p["phase"] for p in data["phases"]][:5] == ["detect", "stop", "start", "comm init", "first step"]
+    assert data["generation"] == 1 and "terms" not in data
+
+
+def test_a_phase_that_was_not_seen_has_no_figure_and_no_verdict() -> None:
+    """No process reported its process group (a script without torch.distributed, an old timeline)."""
+    (r,) = recoveries(parsed(phased([])))
+    rows = {row["phase"]: row for row in r.phases()}
+    assert rows["comm init"]["seconds"] is None and rows["comm init"]["within"] is None
+    assert rows["whole"]["seconds"] is None and rows["detect"]["seconds"] == pytest.approx(0.5)
+    assert "fault -> first collective                    -" in render("t.jsonl", parsed(phased([])))
+
+
+def test_phase_events_of_another_generation_or_launch_are_not_taken() -> None:
+    late = [dict(e, generation=7) for e in READY]
+    (r,) = recoveries(parsed(phased(late)))
+    assert r.ready_time is None and r.first_time is None
+
+
+def test_a_hang_names_its_cause_and_phase() -> None:
+    hang = dict(ev(10, "worker-hang", 1, None, 0), pid=11, generation=0, cause="start-timeout", phase="started")
+    hang.update(seconds=20.0, start_timeout=20)
+    events = [e for e in phased(READY) if e["event"] != "worker-fault"]
+    events.insert(3, hang)
+    (r,) = recoveries(parsed(events))
+    assert r.hang and (r.hang_cause, r.hang_phase) == ("start-timeout", "started")
+    assert "rank 1 hang (no process group in time)" in render("t.jsonl", parsed(events))
+
+
+@pytest.mark.parametrize(
+    "line, fragments",
+    [
+        ('{"time": 1, "event": "pg-ready", "pid": "12"}', ["pid", "'12'"]),
+        ('{"time": 1, "event": "first-collective", "generation": -1}', ["generation is -1"]),
+        ('{"time": 1, "event": "worker-hang", "silent_seconds": "long"}', ["silent_seconds", "'long'"]),
+        ('{"time": 1, "event": "worker-hang", "cause": 5}', ["cause is 5"]),
+        ('{"time": 1, "event": "restart", "generation": 1.5}', ["generation is 1.5"]),
+    ],
+)
+def test_the_phase_events_are_read_with_their_types(tmp_path: Path, line: str, fragments: List[str]) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text(line + '\n{"time": 2, "event": "x"}\n', encoding="utf-8")
+    with pytest.raises(ResumableError) as err:
+        read_events(str(path))
+    for fragment in ["line 1", *fragments]:
+        assert fragment in str(err.value)
