@@ -26,7 +26,7 @@ import pytest
 from conftest import ROOT
 
 from resumable.api import load_plan
-from resumable.runtime.context import ImageContext, prepare_context
+from resumable.runtime.context import PROFILE_NAME, ImageContext, prepare_context
 
 from .conftest import FIXTURES, profile_text, write
 
@@ -163,7 +163,7 @@ def test_second_build_on_top_keeps_one_line(images: Images, image: str, context:
     assert images.sh(again, "grep -cx '%s' %s" % (TASKD_LINE, RUN_PY)).strip() == "1"
 
 
-def test_dry_run_inside(images: Images, image: str) -> None:
+def test_dry_run_inside(images: Images, image: str, context: ImageContext, tmp_path: Path) -> None:
     env = [
         "-e",
         "RANK=0",
@@ -181,8 +181,17 @@ def test_dry_run_inside(images: Images, image: str) -> None:
     assert "export LD_PRELOAD=%s" % lib in out
     assert "-m resumable.runtime.taskd_manager" in out
     assert "--monitor_interval=1" in out and "--max_restarts=3" in out and "--master_addr=10.0.0.5" in out
-    rank1 = podman("run", "--rm", "--network=none", *env[:2], "-e", "RANK=1", *env[4:], image, "--dry-run").stdout
-    assert "taskd_manager" not in rank1
+    # the image's job has one node: a rank 1 is a mistake the dry run refuses, naming RANK (issue 25)
+    refused = podman("run", "--rm", "--network=none", *env, "-e", "RANK=1", image, "--dry-run", check=False)
+    assert refused.returncode == 2 and "RANK=1 is outside 0..0" in refused.stdout + refused.stderr
+    # the same job on two nodes (its profile mounted over the image's): rank 1 runs no TaskD Manager
+    two = tmp_path / "two-nodes"
+    two.mkdir()
+    baked = Path(context.path) / PROFILE_NAME
+    write(two / "profile.yaml", baked.read_text().replace("nodes: 1\n", "nodes: 2\n", 1))
+    mount = ["-v", "%s:/etc/resumable-two:ro" % two, "-e", "RESUMABLE_PROFILE=/etc/resumable-two/profile.yaml"]
+    rank1 = podman("run", "--rm", "--network=none", *env, "-e", "RANK=1", *mount, image, "--dry-run").stdout
+    assert "RANK=1" in rank1 and "taskd_manager" not in rank1
 
 
 def test_doctor_inside(images: Images, image: str) -> None:
