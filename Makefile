@@ -93,7 +93,12 @@ runtime-image: test-venv
 bench-recovery: test-venv
 	$(BIN)/python benchmarks/recovery_cpu.py
 
-test: lint typecheck pytest py38 ansible runtime-image
+# The checks first, then pytest beside the rest on the two cores (a second job slot runs py38,
+# every molecule scenario and the image build one after another): much of pytest waits on the
+# control plane, the Pulumi engine and torchrun, and molecule on containers. Lines are kept whole
+# (-Oline); a failure of either side fails the target after both have finished.
+test: lint typecheck
+	$(MAKE) --no-print-directory -j2 -Oline --keep-going pytest py38 ansible runtime-image
 
 # A local Kubernetes control plane (the real programs, KWOK fake nodes labelled from the profile's
 # plan) to run `pulumi up` against before a real cluster: prints the environment and the commands.

@@ -18,7 +18,13 @@ trap 'rm -rf "$tmp"' EXIT
 cp -a "$repo/ansible_collections/ascend_resumable/npu" "$tmp/npu"
 rm -rf "$tmp/npu/roles/resumable_install/files/wheel"
 find "$tmp/npu" -name __pycache__ -prune -exec rm -rf {} +
-"$py" -m pip wheel --quiet --no-deps --wheel-dir "$tmp/wheel" "$repo" >&2
+# the wheel from a copy of the project's sources: setuptools writes build/ and *.egg-info into the tree it
+# builds, and make test builds this tarball (molecule site) while pytest builds and installs the same tree
+mkdir "$tmp/src"
+tar -C "$repo" --exclude=./.git --exclude='./.venv*' --exclude=./.cache --exclude=./.sandbox --exclude=./build \
+  --exclude=./dist --exclude=./out --exclude=./collections --exclude='*.egg-info' --exclude=__pycache__ \
+  --exclude=./.mypy_cache --exclude=./.ruff_cache -cf - . | tar -C "$tmp/src" -xf -
+"$py" -m pip wheel --quiet --no-deps --wheel-dir "$tmp/wheel" "$tmp/src" >&2
 wheels=("$tmp"/wheel/*.whl)
 [ ${#wheels[@]} -eq 1 ] || { echo "build-collection: expected one wheel, got ${wheels[*]}" >&2; exit 1; }
 wheel=${wheels[0]}

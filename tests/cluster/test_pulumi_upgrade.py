@@ -2,15 +2,18 @@
 API server: what the jobs need is never deleted and re-created, the objects upstream renamed move
 through their aliases, a job stack's destroy and then the cluster stack's keep what they must.
 
-Breaks this module catches (run by hand when it was written): the alias of the renamed device-plugin
-objects removed (the upgrade then creates the new DaemonSet beside the old one: two device plugins on
-every NPU node); ``retainOnDelete`` off for CRDs (the cluster stack's destroy deletes the CRD and with
-it every AscendJob).
+Breaks this module catches (each run by hand): the alias of the renamed device-plugin objects removed,
+or the DaemonSet's delete-before-replace (the upgrade creates the new DaemonSet before it deletes the
+old one: two device plugins on every NPU node for a while; the end state is the same, so a watch of
+the DaemonSets during the ``up`` sees it); ``retainOnDelete`` off (claims, CRDs gone);
+``enableConfigMapMutable`` off (the profile ConfigMap deleted and re-created).
 """
 
 from __future__ import annotations
 
-from typing import Dict, Iterator
+import json
+import subprocess
+from typing import Dict, Iterator, List, Set, Tuple
 
 import pytest
 import yaml
@@ -76,7 +79,16 @@ def test_upgrade_in_place_then_destroy_the_job_stack_and_the_cluster_stack(proje
     before = needed_by_jobs(plane)
 
     release(project, CLUSTER, "26.1.0")
-    project.pulumi("up", CLUSTER)
+    argv = ["get", "daemonsets", "-n", "kube-system", "--watch", "--output-watch-events", "-o", "json"]
+    watch = subprocess.Popen([str(plane.bins["kubectl"]), *argv], env=plane.env(), stdout=subprocess.PIPE, text=True)
+    try:
+        project.pulumi("up", CLUSTER)
+    finally:
+        watch.terminate()
+        seen, _ = watch.communicate(timeout=30)
+    events = watch_events(seen)
+    # never two device plugins at once: the old DaemonSet is gone before the new one is created
+    assert most_at_once(events) == 1, [e for e in events if e[0] != "MODIFIED"]
     # the renamed device plugin: the new name only, one DaemonSet (delete-before-create through the alias)
     daemonsets = uids(plane, "daemonset", "-n", "kube-system")
     assert list(daemonsets) == ["DaemonSet/kube-system/ascend-device-plugin-daemonset"], daemonsets
@@ -111,3 +123,32 @@ def test_upgrade_in_place_then_destroy_the_job_stack_and_the_cluster_stack(proje
     project.pulumi("up", CLUSTER)
     project.pulumi("up", JOBS)
     assert uids(plane, "crd") == crds and uids(plane, "persistentvolumeclaim", "-n", "training") == kept
+
+
+def watch_events(out: str) -> List[Tuple[str, str]]:
+    """(type, name) of each event ``kubectl get --watch --output-watch-events -o json`` printed (the
+    last one may be cut off by the terminate)."""
+    decoder, pos = json.JSONDecoder(), 0
+    events: List[Tuple[str, str]] = []
+    while True:
+        while pos < len(out) and out[pos].isspace():
+            pos += 1
+        if pos >= len(out):
+            return events
+        try:
+            event, pos = decoder.raw_decode(out, pos)
+        except json.JSONDecodeError:
+            return events
+        events.append((str(event["type"]), str(event["object"]["metadata"]["name"])))
+
+
+def most_at_once(events: List[Tuple[str, str]]) -> int:
+    live: Set[str] = set()
+    most = 0
+    for kind, name in events:
+        if kind == "ADDED":
+            live.add(name)
+        elif kind == "DELETED":
+            live.discard(name)
+        most = max(most, len(live))
+    return most

@@ -295,6 +295,12 @@ def test_wiring_provider_parents_dependencies_retain(program: Any, name: str) ->
             assert objs["PersistentVolumeClaim/" + claim].urn in waits, f"{job.key} does not wait for {claim}"
         for prepare in [r for r in kubernetes_objects() if is_storage_prepare(r)]:
             assert prepare.urn in waits, f"{job.key} does not wait for {prepare.key} (its directories on the export)"
+        if EXPECTED[name].role == "workload":  # no object before the cluster stack's release is checked
+            for component in [r for r in regs if r.type.startswith("ascend-resumable:")]:
+                refs = [u for u in component.request.dependencies if "pulumi:pulumi:StackReference::" in u]
+                assert refs, (
+                    f"{component.type} {component.request.name} does not wait for the cluster stack's release check"
+                )
         for key, r in objs.items():  # one node that cannot run an agent must not hold back the jobs
             if r.inputs["kind"] == "DaemonSet":
                 assert r.urn not in waits, f"{job.key} waits for {key}"
