@@ -32,8 +32,8 @@
   process ``pg-init``, ``pg-ready`` (``pg-error``) and ``first-collective``.
 - No restart ends in silence: a training process that has not initialised its process group
   plan.launcher.start_timeout after it started, while a peer of its generation has begun to, is
-  recorded as ``worker-hang`` with its phase and SIGKILLed like a hung one (the ranks that never began
-  are taken first: they are what the others wait for); a recovery whose new processes have not started
+  recorded as ``worker-hang`` with its phase and SIGKILLed like a hung one (while a rank has not begun,
+  only such ranks are taken: they are what the others wait for); a recovery whose new processes have not started
   that long after the fault is recorded as ``recovery-timeout`` and the training is stopped, so the
   Pod- or job-level rung takes over (issue 27: a restarted generation waited in the rendezvous for 13
   minutes without a word).
@@ -641,9 +641,11 @@ class Supervisor:
 
     def _check_starts(self) -> None:
         """No start ends in silence: in a generation where a process has begun to initialise its process
-        group, one that has not finished it start_timeout after it started is hung. The ones that never
-        began are taken first (the others wait for them); when all began, every late one is (they wait
-        for a peer on another pod). A generation with a fault is left to its recovery."""
+        group, one that has not finished it start_timeout after it started is hung. While a process of
+        the generation has not begun, only such processes are taken, each start_timeout after its own
+        start (the others wait for them: a waiting rank that started a little earlier is not blamed);
+        when all began, every late one is (they wait for a peer on another pod). A generation with a
+        fault is left to its recovery."""
         timeout = self.spec.start_timeout
         if timeout <= 0 or self.stop_reason is not None or self.ending:
             return
@@ -654,13 +656,9 @@ class Supervisor:
         for generation, members in generations.items():
             if generation in self.faulted or not any(w.phase != "started" for w in members):
                 continue  # being recovered already; or nothing here uses a process group (yet)
-            late = [
-                w
-                for w in members
-                if not w.done and not w.hung and w.phase in ("started", "pg-init") and now - w.began > timeout
-            ]
-            culprits = [w for w in late if w.phase == "started"] or late
-            for w in culprits:
+            live = [w for w in members if not w.done and not w.hung]
+            waited_for = [w for w in live if w.phase == "started"] or [w for w in live if w.phase == "pg-init"]
+            for w in [w for w in waited_for if now - w.began > timeout]:
                 self._hung(
                     w,
                     "start-timeout",

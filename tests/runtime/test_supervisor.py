@@ -568,6 +568,29 @@ def test_a_start_without_process_group_in_time_is_a_hang_of_the_rank_that_never_
     assert recorded_over(hang["seconds"], 60)  # it started 60 s before (began -= 60)
 
 
+def test_a_waiting_rank_that_started_earlier_is_not_taken_for_the_one_that_never_began(tmp_path: Path) -> None:
+    """Rank 0 started first and waits in its process group's init for rank 1, which never began: when
+    rank 0's start_timeout is up and rank 1's is not yet, nobody is taken; then rank 1 alone."""
+    sup = _sup(tmp_path)
+    waiting, stalled = _sleeper(), _sleeper()
+    try:
+        for rank, proc in ((0, waiting), (1, stalled)):
+            sup._worker_started({"pid": proc.pid, "rank": rank, "local_rank": rank, "restart_count": 0})
+        sup._worker_phase("pg-init", {"event": "pg-init", "pid": waiting.pid})
+        sup.workers[waiting.pid].began -= 21  # over the 20 s start_timeout
+        sup.workers[stalled.pid].began -= 15  # started 6 s later: not yet
+        sup._check_starts()
+        assert not any(w.hung for w in sup.workers.values())
+        sup.workers[stalled.pid].began -= 6
+        sup._check_starts()
+        assert sup.workers[stalled.pid].hung and not sup.workers[waiting.pid].hung
+    finally:
+        for proc in (waiting, stalled):
+            with contextlib.suppress(OSError):
+                proc.kill()
+            proc.wait()
+
+
 def test_all_ranks_waiting_for_a_remote_peer_are_taken_together(tmp_path: Path) -> None:
     sup = _sup(tmp_path)
     procs = [_sleeper(), _sleeper()]
