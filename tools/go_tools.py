@@ -231,7 +231,14 @@ def is_built(directory: Path) -> bool:
 
 
 def module_dir(module: str, cwd: Path) -> Path:
-    return Path(go(["list", "-m", "-f", "{{.Dir}}", module], cwd).strip())
+    """The module's directory in Go's module cache, downloaded first: on a cold cache ``go list -m``
+    prints an empty Dir for a module no build has fetched yet (the provider's embeds are read before
+    its build)."""
+    info = json.loads(go(["mod", "download", "-json", module], cwd))
+    directory = info.get("Dir") or ""
+    if not directory or not Path(directory).is_dir():
+        raise ToolError(f"go mod download {module} in {cwd} gave no module directory: {info.get('Error', info)}")
+    return Path(directory)
 
 
 def write_provider_embeds(work: Path, version: str) -> None:
