@@ -60,7 +60,7 @@ demo: $(DEMO_VENV)/.demo-deps
 # The real Pulumi CLI, its Kubernetes provider, kube-apiserver, kube-controller-manager,
 # kube-scheduler, kubectl, etcd and KWOK, built from Go modules (tools/go/*: go.mod and go.sum pin
 # every module) into a cache outside the checkout keyed by what decides each build; reused when
-# present. A cold build takes about an hour on 2 cores; a warm one seconds.
+# present. A cold build takes about half an hour on 2 cores (docs/local-cluster.md); a warm one seconds.
 tools:
 	$(PYTHON) tools/go_tools.py build
 
