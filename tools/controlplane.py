@@ -213,8 +213,8 @@ class ControlPlane:
         tmp.write_text(json.dumps(data, indent=1) + "\n")
         tmp.replace(self.workdir / PROCESSES_FILE)
 
-    def _spawn(self, name: str, args: Sequence[str]) -> Process:
-        argv = [str(self.bins[name]), *args]
+    def _spawn(self, name: str, args: Sequence[str], program: Optional[Sequence[str]] = None) -> Process:
+        argv = [*(program or [str(self.bins[name])]), *args]
         log = self.logs / f"{name}.log"
         with open(log, "ab") as out:
             child = subprocess.Popen(
@@ -325,7 +325,12 @@ class ControlPlane:
                 *[f"--config={path}" for path in sorted(stages.glob("*.yaml"))],
             ],
         )
-        for process in (manager, scheduler, kwok):
+        runner = self._spawn(
+            "podrunner",
+            [f"--kubeconfig={self.kubeconfig}", f"--dir={self.workdir / 'runner'}"],
+            program=[sys.executable, str(Path(__file__).resolve().parent / "podrunner.py")],
+        )
+        for process in (manager, scheduler, kwok, runner):
             self._check_running(process)
         # the controller manager has made the default namespace's ServiceAccount: pods can be admitted
         wait_for(lambda: self.kubectl("get", "serviceaccount", "default", check=False).returncode == 0, 90,

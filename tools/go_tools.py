@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
-"""Build the real Pulumi engine, its Kubernetes provider and a Kubernetes control plane from Go modules.
+"""Build the real Pulumi engine, its Kubernetes provider and language host, a Kubernetes control
+plane, the Ascend Operator and Volcano from Go modules and upstream sources.
 
 The programs the cluster tests and ``make sandbox`` run (``pulumi``, ``pulumi-resource-kubernetes``,
 ``kube-apiserver``, ``kube-controller-manager``, ``kube-scheduler``, ``kubectl``, ``etcd``, ``kwok``)
 are built from published Go modules through the Go module proxy, never from a clone and never
 downloaded as binaries. Each comes from a wrapper module under ``tools/go/<tool>/`` whose committed
 ``go.mod`` and ``go.sum`` pin every module (``GOFLAGS=-mod=readonly``: a build never resolves
-anything new).
+anything new). The programs no module of the proxy holds (the Ascend Operator per MindCluster
+release, Volcano's vc-scheduler and vc-controller-manager, the Pulumi Python language host) are
+built in a copy of upstream source trees (``tools/source_tools.py``: recipes, the sources directory);
+without the sources they are left out of ``build`` with a line naming the folder.
 
 Builds land in a cache outside the checkout, one directory per tool keyed by what decides the build
 (the wrapper's files, the recipe below, the Go version and platform), so a clean clone reuses what
@@ -38,13 +42,20 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from source_tools import SOURCE_TOOLS, SourcesMissing, SourceTool
 
 HERE = Path(__file__).resolve().parent
 WRAPPERS = HERE / "go"
 BUILT_MARK = "BUILT.json"
 #: the Go the builds use: the machine's own (a go.mod asking for more fails instead of fetching one)
 GO_ENV = {"CGO_ENABLED": "0", "GOFLAGS": "-mod=readonly -trimpath", "GOTOOLCHAIN": "local"}
+#: the builds from upstream source trees: their go.sum files are not always complete for the packages
+#: built (the Ascend Operator's lists what its own release build added with `go build -mod=mod`), so
+#: missing checksums are fetched from the proxy and checked against the checksum database as usual
+SOURCE_GO_ENV = {"CGO_ENABLED": "0", "GOFLAGS": "-mod=mod -trimpath", "GOTOOLCHAIN": "local"}
 
 #: pulumi-kubernetes' provider module is published only as pseudo-versions (its one tag is
 #: provider/v2.0.0); the release each pinned pseudo-version is the tagged commit of. Checked against
@@ -131,15 +142,16 @@ def cache_root() -> Path:
     return Path(base) / "ascend-resumable" / "go-tools"
 
 
-def go(args: Sequence[str], cwd: Path, capture: bool = True) -> str:
-    """Run the go command with the build environment; its output, or ToolError with its stderr."""
+def go(args: Sequence[str], cwd: Path, capture: bool = True, env: Optional[Mapping[str, str]] = None) -> str:
+    """Run the go command with the build environment (``env``, default :data:`GO_ENV`); its output,
+    or ToolError with its stderr."""
     if shutil.which("go") is None:
         raise ToolError("the go command is not on PATH: install Go 1.26 (the machine's own) and run again")
-    env = dict(os.environ, **GO_ENV)
+    full_env = dict(os.environ, **(GO_ENV if env is None else env))
     done = subprocess.run(
         ["go", *args],
         cwd=cwd,
-        env=env,
+        env=full_env,
         stdout=subprocess.PIPE if capture else None,
         stderr=subprocess.PIPE if capture else None,
         text=True,
@@ -226,15 +238,32 @@ def tool_dir(tool: Tool, goversion: str) -> Path:
     return cache_root() / tool.name / build_key(tool, goversion)
 
 
+def source_build_key(tool: SourceTool, goversion: str) -> str:
+    """What decides a source build: every source file copied, the recipe, the environment and Go."""
+    digest = hashlib.sha256()
+    digest.update(json.dumps({"recipe": tool.recipe(), "env": SOURCE_GO_ENV, "go": goversion}, sort_keys=True).encode())
+    tool.digest_sources(digest)
+    return digest.hexdigest()[:16]
+
+
+def source_tool_dir(tool: SourceTool, goversion: str) -> Path:
+    """The cache directory of ``tool``; ToolError naming the sources when they are missing."""
+    try:
+        tool.check_sources()
+    except SourcesMissing as exc:
+        raise ToolError(str(exc)) from None
+    return cache_root() / tool.name / source_build_key(tool, goversion)
+
+
 def is_built(directory: Path) -> bool:
     return (directory / BUILT_MARK).is_file()
 
 
-def module_dir(module: str, cwd: Path) -> Path:
+def module_dir(module: str, cwd: Path, env: Optional[Mapping[str, str]] = None) -> Path:
     """The module's directory in Go's module cache, downloaded first: on a cold cache ``go list -m``
     prints an empty Dir for a module no build has fetched yet (the provider's embeds are read before
     its build)."""
-    info = json.loads(go(["mod", "download", "-json", module], cwd))
+    info = json.loads(go(["mod", "download", "-json", module], cwd, env=env))
     directory = info.get("Dir") or ""
     if not directory or not Path(directory).is_dir():
         raise ToolError(f"go mod download {module} in {cwd} gave no module directory: {info.get('Error', info)}")
@@ -266,22 +295,14 @@ def cache_lock() -> Iterator[None]:
 
 def build(tool: Tool, goversion: str) -> Path:
     """Build ``tool`` into its keyed cache directory unless it is there; the directory."""
-    target = tool_dir(tool, goversion)
-    if is_built(target):
-        return target
     version = version_of(tool)
-    say(f"building {tool.name} {version} into {target} (minutes on a cold Go cache)")
-    started = time.monotonic()
-    cpu_before = children_cpu()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{tool.name}-", dir=target.parent))
-    try:
+
+    def make(staging: Path) -> None:
         work = staging / "src"
         shutil.copytree(tool.source, work)
         if tool.name == "pulumi-kubernetes":
             write_provider_embeds(work, version)
         bin_dir = staging / "bin"
-        bin_dir.mkdir()
         for package, output in tool.programs:
             args = ["build", "-ldflags", " ".join(ldflags(tool, version)), "-o", str(bin_dir / output)]
             if tool.tags:
@@ -293,9 +314,54 @@ def build(tool: Tool, goversion: str) -> Path:
             for module, inner, name in tool.shared_files:
                 shutil.copyfile(module_dir(module, work) / inner, share / name)
         shutil.rmtree(work)
+
+    return cached_build(tool.name, tool_dir(tool, goversion), version, goversion, make)
+
+
+def build_source(tool: SourceTool, goversion: str) -> Path:
+    """Build a program set from upstream source trees (tools/source_tools.py) in a copy, into its
+    keyed cache directory unless it is there; the directory."""
+    target = source_tool_dir(tool, goversion)
+    if is_built(target):
+        return target
+    try:
+        tool.check_sources()
+    except SourcesMissing as exc:
+        raise ToolError(str(exc)) from None
+
+    def make(staging: Path) -> None:
+        work = staging / "src"
+        build_dir = tool.prepare(work)
+        bin_dir = staging / "bin"
+        for program in tool.programs:
+            env = dict(SOURCE_GO_ENV, CGO_ENABLED="1" if program.cgo else "0")
+            args = ["build", "-ldflags", tool.ldflags(), "-o", str(bin_dir / program.output), program.package]
+            go(args, build_dir, capture=False, env=env)
+        for module, inner, name in tool.module_files:
+            shutil.copyfile(module_dir(module, build_dir, env=SOURCE_GO_ENV) / inner, bin_dir / name)
+            (bin_dir / name).chmod(0o755)
+        shutil.rmtree(work, ignore_errors=True)
+
+    return cached_build(tool.name, target, tool.version, goversion, make)
+
+
+def cached_build(name: str, target: Path, version: str, goversion: str, make: Callable[[Path], None]) -> Path:
+    """Run ``make(staging)`` (it fills ``staging/bin``) unless ``target`` holds a finished build, then
+    move the staging directory to ``target`` with its BUILT mark: a build that fails halfway leaves
+    nothing the next run takes for finished."""
+    if is_built(target):
+        return target
+    say(f"building {name} {version} into {target} (minutes on a cold Go cache)")
+    started = time.monotonic()
+    cpu_before = children_cpu()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
+    try:
+        (staging / "bin").mkdir()
+        make(staging)
         seconds = round(time.monotonic() - started, 1)
         cpu = round(children_cpu() - cpu_before, 1)
-        record = {"tool": tool.name, "version": version, "go": goversion, "seconds": seconds, "cpu_seconds": cpu}
+        record = {"tool": name, "version": version, "go": goversion, "seconds": seconds, "cpu_seconds": cpu}
         (staging / BUILT_MARK).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
         if target.exists():  # an unfinished directory of ours (no BUILT mark): replace it
             shutil.rmtree(target)
@@ -303,12 +369,12 @@ def build(tool: Tool, goversion: str) -> Path:
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
-    say(f"built {tool.name} {version} in {seconds} s ({cpu} s of CPU)")
-    prune(tool, keep=target)
+    say(f"built {name} {version} in {seconds} s ({cpu} s of CPU)")
+    prune(target)
     return target
 
 
-def prune(tool: Tool, keep: Path) -> None:
+def prune(keep: Path) -> None:
     """Remove this tool's other builds: directories this script wrote (they carry its BUILT mark)."""
     for other in sorted(keep.parent.iterdir()):
         if other != keep and other.is_dir() and is_built(other):
@@ -321,23 +387,49 @@ def children_cpu() -> float:
     return float(usage.ru_utime + usage.ru_stime)
 
 
-def selected(names: Sequence[str]) -> List[Tool]:
-    unknown = [name for name in names if name not in TOOLS]
+AnyTool = Union[Tool, SourceTool]
+
+
+def all_tools() -> Dict[str, AnyTool]:
+    """Every tool by name: the wrapper modules, then the source builds."""
+    return {**TOOLS, **SOURCE_TOOLS}
+
+
+def selected(names: Sequence[str]) -> List[AnyTool]:
+    known = all_tools()
+    unknown = [name for name in names if name not in known]
     if unknown:
-        raise ToolError(f"unknown tool {', '.join(unknown)}: choose from {', '.join(TOOLS)}")
-    return [TOOLS[name] for name in names] if names else list(TOOLS.values())
+        raise ToolError(f"unknown tool {', '.join(unknown)}: choose from {', '.join(known)}")
+    return [known[name] for name in names] if names else list(known.values())
 
 
-def bin_dirs(tools: Sequence[Tool], goversion: Optional[str] = None) -> List[Path]:
-    """The built bin directories of ``tools``; ToolError naming the first that is not built."""
+def built_dir(tool: AnyTool, goversion: str) -> Path:
+    return source_tool_dir(tool, goversion) if isinstance(tool, SourceTool) else tool_dir(tool, goversion)
+
+
+def build_any(tool: AnyTool, goversion: str) -> Path:
+    return build_source(tool, goversion) if isinstance(tool, SourceTool) else build(tool, goversion)
+
+
+def bin_dirs(tools: Sequence[AnyTool], goversion: Optional[str] = None) -> List[Path]:
+    """The built bin directories of ``tools``; ToolError naming the first that is not built (or whose
+    sources are missing)."""
     goversion = goversion or go_version()
     dirs = []
     for tool in tools:
-        directory = tool_dir(tool, goversion)
+        directory = built_dir(tool, goversion)
         if not is_built(directory):
             raise ToolError(f"{tool.name} is not built for this checkout: run `make tools` (or {__file__} build)")
         dirs.append(directory / "bin")
     return dirs
+
+
+def source_bin_dir(name: str) -> Path:
+    """The bin directory of the source build ``name`` (``ascend-operator-7.3.0``, ``volcano-1.9.0``)."""
+    tool = SOURCE_TOOLS.get(name)
+    if tool is None:
+        raise ToolError(f"no source build {name}: the recipes are {', '.join(SOURCE_TOOLS)} (tools/source_tools.py)")
+    return bin_dirs([tool])[0]
 
 
 def share_dir(name: str) -> Path:
@@ -348,19 +440,22 @@ def share_dir(name: str) -> Path:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=("build", "path", "env", "versions"))
-    parser.add_argument("tools", nargs="*", help=f"some of: {' '.join(TOOLS)} (default: all)")
+    parser.add_argument("tools", nargs="*", help=f"some of: {' '.join(all_tools())} (default: all)")
     args = parser.parse_args(argv)
     try:
         tools = selected(args.tools)
         if args.command == "versions":
             for tool in tools:
-                print(f"{tool.name}\t{version_of(tool)}")
+                version = tool.version if isinstance(tool, SourceTool) else version_of(tool)
+                print(f"{tool.name}\t{version}")
             return 0
         goversion = go_version()
+        if not args.tools:  # by default, the source builds whose sources are here
+            tools = [t for t in tools if not isinstance(t, SourceTool) or sources_present(t)]
         if args.command == "build":
             with cache_lock():
                 for tool in tools:
-                    build(tool, goversion)
+                    build_any(tool, goversion)
         path = os.pathsep.join(str(d) for d in bin_dirs(tools, goversion))
         if args.command == "env":
             print(f"export PATH={path}{os.pathsep}$PATH")
@@ -370,6 +465,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except ToolError as exc:
         print(f"go_tools: {exc}", file=sys.stderr)
         return 1
+
+
+def sources_present(tool: SourceTool) -> bool:
+    """Whether ``tool``'s trees are in the sources directory; says so when they are not."""
+    try:
+        tool.check_sources()
+    except SourcesMissing as exc:
+        say(f"not built: {exc}")
+        return False
+    return True
 
 
 if __name__ == "__main__":

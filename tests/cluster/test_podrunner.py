@@ -1,0 +1,169 @@
+"""tools/podrunner.py without a cluster: which images it runs, how it reads a container's command
+line, and how it moves paths and listen addresses; and tools/source_tools.py: which builds the
+shipped profiles need. The runner against a real API server is exercised by every cluster test that
+deploys the scheduling stack (tests/manifests/test_render_apiserver.py, tests/cluster/test_pulumi_*)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any, Dict
+
+import pytest
+from conftest import EXAMPLE_FILES, ROOT
+
+from resumable.api import load_plan
+from resumable.manifests import build_stack
+
+from .fixtures import podrunner, source_tools
+
+
+@pytest.mark.parametrize(
+    "image,expected",
+    [
+        ("ascend-operator:v7.3.0", ("ascend-operator", "ascend-operator", "7.3.0")),
+        ("ascend-operator:v6.0.0.SPC1", ("ascend-operator", "ascend-operator", "6.0.0.SPC1")),
+        (
+            "registry.example.com/mindx/ascend-operator:v26.1.0-openeuler24.03",
+            ("ascend-operator", "ascend-operator", "26.1.0"),
+        ),
+        ("volcanosh/vc-scheduler:v1.9.0", ("volcano", "vc-scheduler", "1.9.0")),
+        (
+            "swr.example/ascend/vc-controller-manager:v1.12.0-v26.1.0-alpinelatest",
+            ("volcano", "vc-controller-manager", "1.12.0"),
+        ),
+        ("localhost:5000/vc-scheduler:v1.9.0", ("volcano", "vc-scheduler", "1.9.0")),
+        ("clusterd:v7.3.0", None),
+        ("ascend-operator:latest", None),
+        ("ascend-operator", None),
+    ],
+)
+def test_the_images_it_runs(image: str, expected: Any) -> None:
+    assert podrunner.component_of(image) == expected
+
+
+def test_every_component_image_the_render_writes_is_one_it_runs() -> None:
+    """The scheduling stack of every shipped example: its operator and Volcano Deployments are run
+    (a renamed image or a new tag form would leave the cluster without them, silently)."""
+    for path in EXAMPLE_FILES:
+        plan = load_plan(str(path))
+        images = {
+            c["image"]
+            for o in build_stack(plan.scheduler)
+            if o["kind"] == "Deployment"
+            for c in o["spec"]["template"]["spec"]["containers"]
+        }
+        run = {podrunner.component_of(i) for i in images} - {None}
+        assert {c[1] for c in run if c} == {"ascend-operator", "vc-scheduler", "vc-controller-manager"}, images
+
+
+def test_the_shell_wrappers_of_the_images_are_taken_off() -> None:
+    volcano = {
+        "command": ["/bin/ash"],
+        "args": ["-c", "umask 027; /vc-scheduler --scheduler-conf=/volcano.scheduler/x.conf -v=2 2>&1"],
+    }
+    assert podrunner.command_line(volcano) == ["/vc-scheduler", "--scheduler-conf=/volcano.scheduler/x.conf", "-v=2"]
+    operator = {"command": ["/bin/bash", "-c", "--"], "args": ["ascend-operator --kubeApiQps=800 --logLevel=0"]}
+    assert podrunner.command_line(operator) == ["ascend-operator", "--kubeApiQps=800", "--logLevel=0"]
+    plain = {"command": ["/vc-controller-manager"], "args": ["--worker-threads=6"]}
+    assert podrunner.command_line(plain) == ["/vc-controller-manager", "--worker-threads=6"]
+
+
+@pytest.mark.parametrize(
+    "script",
+    ["ascend-operator && rm -rf /", "ascend-operator | tee x", "ascend-operator $(id)", "a; b"],
+)
+def test_what_only_a_shell_would_do_is_refused(script: str) -> None:
+    with pytest.raises(podrunner.RunnerError, match="shell syntax"):
+        podrunner.command_line({"command": ["/bin/sh", "-c", script]})
+
+
+def test_paths_move_into_the_pods_directories_and_listen_addresses_onto_loopback(tmp_path: Path) -> None:
+    mounts = podrunner.Mounts(
+        table=[("/var/log/mindx-dl/volcano-scheduler", tmp_path / "log"), ("/volcano.scheduler", tmp_path / "conf")],
+        root=tmp_path / "rootfs",
+    )
+    args = podrunner.rewrite(
+        [
+            "--scheduler-conf=/volcano.scheduler/volcano-scheduler.conf",
+            "--log_dir=/var/log/mindx-dl/volcano-scheduler",
+            "--plugins-dir=plugins",
+            "--cache-dump-dir=/tmp",
+            "--listen-address=:8080",
+            "--healthz-address=0.0.0.0:11251",
+            "-v=2",
+        ],
+        mounts,
+    )
+    assert args[0] == f"--scheduler-conf={tmp_path}/conf/volcano-scheduler.conf"
+    assert args[1] == f"--log_dir={tmp_path}/log"
+    assert args[2] == "--plugins-dir=plugins"  # relative: the process runs in the pod's root
+    assert args[3] == f"--cache-dump-dir={tmp_path}/rootfs/tmp"
+    assert args[4].startswith("--listen-address=127.0.0.1:") and not args[4].endswith(":8080")
+    assert args[5].startswith("--healthz-address=127.0.0.1:")
+    assert args[6] == "-v=2"
+
+
+def test_downward_api_values_come_from_the_pod() -> None:
+    pod: Dict[str, Any] = {
+        "metadata": {"name": "p", "namespace": "ns", "uid": "u"},
+        "spec": {"nodeName": "master-0"},
+        "status": {"podIP": "10.0.0.7"},
+    }
+    container = {
+        "env": [
+            {"name": "A", "value": "1"},
+            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+        ]
+    }
+    env = podrunner.container_env(pod, container)
+    assert (env["A"], env["POD_NAME"], env["IP"]) == ("1", "p", "10.0.0.7")
+
+
+def test_the_default_builds_cover_every_release_and_volcano_the_shipped_profiles_deploy() -> None:
+    """`make tools` builds what `make test` and `make sandbox` run: every shipped example's release
+    and Volcano, and both ends of the upgrade test (tests/cluster/test_pulumi_upgrade.py)."""
+    releases = {"26.0.0", "26.1.0"}
+    volcanos = {"1.12.0"}
+    for path in EXAMPLE_FILES:
+        plan = load_plan(str(path))
+        releases.add(plan.scheduler.release)
+        volcanos.add(plan.scheduler.volcano_version)
+    assert releases <= set(source_tools.OPERATOR_RELEASES)
+    assert volcanos <= set(source_tools.VOLCANO_VERSIONS)
+
+
+def test_a_source_build_is_keyed_by_the_content_of_its_sources(tmp_path: Path) -> None:
+    tree = tmp_path / "src" / "volcano" / "v1.9.0"
+    for part in ("cmd", "pkg"):
+        (tree / part).mkdir(parents=True)
+        (tree / part / "main.go").write_text("package main\n")
+    for name in ("go.mod", "go.sum"):
+        (tree / name).write_text("module volcano.sh/volcano\n")
+    tool = source_tools.volcano("1.9.0")
+
+    def key() -> str:
+        digest = hashlib.sha256()
+        tool.digest_sources(digest, tmp_path / "src")
+        return digest.hexdigest()
+
+    first = key()
+    assert key() == first
+    (tree / "pkg" / "main.go").write_text("package main // changed\n")
+    assert key() != first
+
+
+def test_missing_sources_are_named(tmp_path: Path) -> None:
+    with pytest.raises(source_tools.SourcesMissing, match=str(tmp_path / "mind-cluster" / "v9.9.9")):
+        source_tools.ascend_operator("9.9.9").check_sources(tmp_path)
+
+
+def test_the_sources_directory_is_a_setting(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("ASCEND_RESUMABLE_UPSTREAM_SRC", raising=False)
+    monkeypatch.delenv("ASCEND_RESUMABLE_UPSTREAM", raising=False)
+    assert source_tools.sources_root() == ROOT.parent / "shared" / "upstream" / "src"
+    monkeypatch.setenv("ASCEND_RESUMABLE_UPSTREAM", str(tmp_path))
+    assert source_tools.sources_root() == tmp_path / "src"
+    monkeypatch.setenv("ASCEND_RESUMABLE_UPSTREAM_SRC", str(tmp_path / "elsewhere"))
+    assert source_tools.sources_root() == tmp_path / "elsewhere"

@@ -1,0 +1,241 @@
+"""Recipes for the programs built from upstream source trees: the Ascend Operator at each MindCluster
+release, Volcano's scheduler and controller manager at each Volcano version, and the Pulumi Python
+language host.
+
+These components have no Go module the proxy serves (``volcano.sh/volcano`` is refused there; the
+Ascend Operator's module is ``ascend-operator`` with ``replace ascend-common => ../ascend-common``; the
+language host's module replaces pkg/v3 and sdk/v3 with paths of the pulumi repository), so each is
+built from a sources directory laid out as ``../shared/upstream/src`` is (its README names each
+tree's repository, tag and commit):
+
+    mind-cluster/v<release>/component/{ascend-operator,ascend-common}
+    volcano/v<version>/{cmd,pkg,go.mod,go.sum}
+    pulumi-language-python/v<version>/sdk/python/cmd/pulumi-language-python/main.go
+
+A user outside this workplace makes the same trees from public clones: ``git clone
+https://gitcode.com/Ascend/mind-cluster`` (or its GitHub mirror Ascend/mind-cluster) at each tag,
+``volcano-sh/volcano`` at ``v1.9.0`` / ``v1.12.0``, and ``pulumi/pulumi`` at ``v3.259.0``
+(docs/local-cluster.md). The sources directory is ``$ASCEND_RESUMABLE_UPSTREAM_SRC``, else
+``$ASCEND_RESUMABLE_UPSTREAM/src``, else ``../shared/upstream/src`` beside the checkout.
+
+Every build happens in a copy (the sources directory may be read-only) and lands in the cache of
+``go_tools.py`` under a key of what decides it: the content of every source file copied, the recipe
+and the Go version. Standard library only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Tuple
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+
+#: Volcano's version stamp (volcano-sh/volcano v1.9.0 Makefile LD_FLAGS: pkg/version.Version)
+VOLCANO_VERSION_VAR = "volcano.sh/volcano/pkg/version.Version"
+#: the Ascend Operator's version stamp (MC:@v7.3.0 component/ascend-operator/build/build.sh:35-36)
+OPERATOR_VERSION_VAR = "main.BuildVersion"
+#: the Pulumi SDK's version stamp, which the language host reports of itself
+PULUMI_VERSION_VAR = "github.com/pulumi/pulumi/sdk/v3/go/common/version.Version"
+
+
+class SourcesMissing(Exception):
+    """A tree a recipe needs is not in the sources directory: the message names it."""
+
+
+def sources_root() -> Path:
+    """The upstream sources directory (module docstring)."""
+    explicit = os.environ.get("ASCEND_RESUMABLE_UPSTREAM_SRC")
+    if explicit:
+        return Path(explicit)
+    upstream = os.environ.get("ASCEND_RESUMABLE_UPSTREAM")
+    if upstream:
+        return Path(upstream) / "src"
+    return REPO.parent / "shared" / "upstream" / "src"
+
+
+@dataclass(frozen=True)
+class Program:
+    """One `go build` of a source tool: the package (relative to the build directory) and the file."""
+
+    package: str
+    output: str
+    cgo: bool = False
+
+
+@dataclass(frozen=True)
+class SourceTool:
+    """A program set built from source trees (copied into one work directory) by `go build`."""
+
+    name: str
+    family: str
+    version: str
+    #: (tree relative to the sources directory, where it goes in the work directory)
+    trees: Tuple[Tuple[str, str], ...]
+    #: the work directory's subdirectory `go build` runs in (the main module)
+    build_in: str
+    programs: Tuple[Program, ...]
+    #: `-X` stamps: (variable, value)
+    stamps: Tuple[Tuple[str, str], ...] = ()
+    #: a wrapper module of tools/go copied to the work directory's root first (its go.mod and go.sum)
+    wrapper: str = ""
+    #: files copied from a module into bin/ after the build: (module, path in module, name in bin)
+    module_files: Tuple[Tuple[str, str, str], ...] = field(default=())
+
+    def tree_paths(self, root: Optional[Path] = None) -> List[Path]:
+        base = root or sources_root()
+        return [base / tree for tree, _ in self.trees]
+
+    def check_sources(self, root: Optional[Path] = None) -> None:
+        """SourcesMissing naming the first tree that is not there."""
+        base = root or sources_root()
+        for path in self.tree_paths(base):
+            if not path.exists():
+                raise SourcesMissing(
+                    f"{self.name} is built from {path}, which is missing: the upstream sources directory "
+                    f"{base} (ASCEND_RESUMABLE_UPSTREAM_SRC, default ../shared/upstream/src beside the checkout) "
+                    "must hold the trees its README lists; docs/local-cluster.md says how to make them from "
+                    "public clones"
+                )
+
+    def ldflags(self) -> str:
+        return " ".join(["-s", "-w", *(f"-X {var}={value}" for var, value in self.stamps)])
+
+    def recipe(self) -> Dict[str, object]:
+        return {
+            "family": self.family,
+            "version": self.version,
+            "trees": self.trees,
+            "build_in": self.build_in,
+            "programs": [(p.package, p.output, p.cgo) for p in self.programs],
+            "ldflags": self.ldflags(),
+            "wrapper": self.wrapper,
+            "module_files": self.module_files,
+        }
+
+    def digest_sources(self, digest: hashlib._Hash, root: Optional[Path] = None) -> None:
+        """Feed every source file's relative path and content (sorted) into ``digest``."""
+        for path, (_, dest) in zip(self.tree_paths(root), self.trees):
+            for name, data in _files(path):
+                digest.update(f"{dest}/{name}".encode() + b"\0" + data + b"\0")
+        if self.wrapper:
+            for item in sorted((HERE / "go" / self.wrapper).iterdir()):
+                if item.is_file():
+                    digest.update(f"wrapper/{item.name}".encode() + b"\0" + item.read_bytes() + b"\0")
+
+    def prepare(self, work: Path, root: Optional[Path] = None) -> Path:
+        """Copy the wrapper and the trees into ``work``; the directory `go build` runs in."""
+        self.check_sources(root)
+        work.mkdir(parents=True, exist_ok=True)
+        if self.wrapper:
+            for item in (HERE / "go" / self.wrapper).iterdir():
+                if item.is_file():
+                    shutil.copyfile(item, work / item.name)
+        for path, (_, dest) in zip(self.tree_paths(root), self.trees):
+            target = work / dest
+            if path.is_dir():
+                shutil.copytree(path, target, dirs_exist_ok=True)
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, target)
+        for item in work.rglob("*"):  # the sources directory may be read-only: the copy must not be
+            if not item.is_symlink():
+                item.chmod(item.stat().st_mode | 0o200)
+        return work / self.build_in
+
+
+def _files(path: Path) -> Iterable[Tuple[str, bytes]]:
+    if path.is_file():
+        yield path.name, path.read_bytes()
+        return
+    for item in sorted(path.rglob("*")):
+        if item.is_file() and not item.is_symlink():
+            yield item.relative_to(path).as_posix(), item.read_bytes()
+
+
+def ascend_operator(release: str) -> SourceTool:
+    """The Ascend Operator at ``release`` (``7.3.0``, ``6.0.0.SPC1``): MC:@v<release>
+    component/ascend-operator, whose go.mod replaces ascend-common with ../ascend-common."""
+    base = f"mind-cluster/v{release}/component"
+    return SourceTool(
+        name=f"ascend-operator-{release}",
+        family="ascend-operator",
+        version=release,
+        trees=((f"{base}/ascend-operator", "ascend-operator"), (f"{base}/ascend-common", "ascend-common")),
+        build_in="ascend-operator",
+        programs=(Program(".", "ascend-operator"),),
+        stamps=((OPERATOR_VERSION_VAR, f"v{release}"),),
+    )
+
+
+def volcano(version: str) -> SourceTool:
+    """Volcano's vc-scheduler and vc-controller-manager at ``version`` (volcano-sh/volcano v<version>)."""
+    base = f"volcano/v{version}"
+    return SourceTool(
+        name=f"volcano-{version}",
+        family="volcano",
+        version=version,
+        trees=tuple((f"{base}/{part}", part) for part in ("cmd", "pkg", "go.mod", "go.sum")),
+        build_in=".",
+        programs=(
+            Program("./cmd/scheduler", "vc-scheduler"),
+            Program("./cmd/controller-manager", "vc-controller-manager"),
+        ),
+        stamps=((VOLCANO_VERSION_VAR, f"v{version}"),),
+    )
+
+
+def language_host(version: str) -> SourceTool:
+    """The Pulumi Python language host (pulumi/pulumi v<version>
+    sdk/python/cmd/pulumi-language-python/main.go), built inside a copy of the Pulumi CLI's wrapper
+    module (tools/go/pulumi: pkg/v3 and sdk/v3 at the CLI's release), with the exec shim the host
+    runs programs through (sdk/v3 python/cmd/pulumi-language-python-exec) beside it."""
+    return SourceTool(
+        name=f"pulumi-language-python-{version}",
+        family="pulumi-language-python",
+        version=version,
+        trees=(
+            (
+                f"pulumi-language-python/v{version}/sdk/python/cmd/pulumi-language-python/main.go",
+                "cmd/pulumi-language-python/main.go",
+            ),
+        ),
+        build_in=".",
+        programs=(Program("./cmd/pulumi-language-python", "pulumi-language-python"),),
+        stamps=((PULUMI_VERSION_VAR, version),),
+        wrapper="pulumi",
+        module_files=(
+            (
+                "github.com/pulumi/pulumi/sdk/v3",
+                "python/cmd/pulumi-language-python-exec",
+                "pulumi-language-python-exec",
+            ),
+        ),
+    )
+
+
+#: MindCluster releases whose Ascend Operator the tests and the sandbox run: every release a shipped
+#: example or stack deploys, and both ends of the upgrade test (tests/test_go_tools.py checks the list
+#: against the plans).
+OPERATOR_RELEASES: Tuple[str, ...] = ("6.0.0", "6.0.0.SPC1", "7.3.0", "26.0.0", "26.1.0")
+#: Volcano versions those releases deploy (resumable.releases.STACK_RELEASES defaults)
+VOLCANO_VERSIONS: Tuple[str, ...] = ("1.9.0", "1.12.0")
+LANGUAGE_HOST_VERSION = "3.259.0"
+
+SOURCE_TOOLS: Dict[str, SourceTool] = {
+    tool.name: tool
+    for tool in (
+        *(ascend_operator(release) for release in OPERATOR_RELEASES),
+        *(volcano(version) for version in VOLCANO_VERSIONS),
+        language_host(LANGUAGE_HOST_VERSION),
+    )
+}
+
+
+def describe(tool: SourceTool) -> str:
+    return json.dumps(tool.recipe(), sort_keys=True)
