@@ -215,6 +215,7 @@ def deploy(config: Optional[pulumi.Config] = None) -> Dict[str, Any]:
     if cfg.role == "cluster":
         return out
     if cfg.role == "workload":
+        readiness.check_queues(plan.scheduler.queues, cfg.kubeconfig_text, cfg.context)
         checked = cluster_reference(cfg, plan)
         out["cluster"] = checked
         if checked is not None:

@@ -1,4 +1,5 @@
-"""Fail fast on a cluster whose nodes are not prepared yet.
+"""Fail fast on a cluster whose nodes are not prepared yet, or whose Volcano queues a workload stack's
+jobs name do not exist.
 
 Volcano, the Ascend Operator and ClusterD are Deployments pinned to ``masterselector`` nodes
 (INST01 Table 1); on a cluster where no node carries that label their pods never schedule, Pulumi
@@ -7,13 +8,19 @@ stage. Before anything is registered, the program asks the API server which node
 labels the plan names: no management node is an error that stops the preview at once; no compute
 node is a warning (the agents and jobs have nowhere to run yet, but the stack itself deploys).
 An unreachable API server is only a warning here: the Kubernetes provider reports it itself.
+
+A workload stack creates nothing cluster-wide, so the queues its jobs name must be there already (the
+cluster stack creates the queues of its own profile, Volcano creates ``default`` when it starts): the
+Ascend Operator refuses a job whose queue it cannot get and never looks again (MC:@v7.3.0
+component/ascend-operator/pkg/controllers/v1/ascendjob_validate.go:72-80, ascendjob_controller.go:148-151),
+so a missing queue stops the preview before any job is created.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
-from typing import Callable, Dict, List, NamedTuple, Optional
+from typing import Any, Callable, Dict, List, NamedTuple, Optional
 
 import pulumi
 
@@ -54,9 +61,21 @@ def check_nodes(count: NodeCounter, nodes: NodePlan) -> NodeCheck:
     return NodeCheck(errors, warnings, compute_nodes)
 
 
-def cluster_node_counter(kubeconfig: Optional[str], context: Optional[str]) -> NodeCounter:
-    """Count nodes through the API server with the same kubeconfig/context as the provider."""
-    from kubernetes import client, config
+def missing_queues(existing: Callable[[], List[str]], wanted: List[str]) -> List[str]:
+    """The queues of ``wanted`` the API server does not have, each as an error naming the fix."""
+    have = set(existing())
+    return [
+        f"Volcano queue {name} does not exist: the Ascend Operator would refuse the jobs that name it and never "
+        "look again. Deploy the cluster stack with a profile whose jobs name it (it creates their queues), or "
+        f"create it (kubectl create -f - with apiVersion scheduling.volcano.sh/v1beta1, kind Queue, name {name}), "
+        "then run pulumi up again"
+        for name in wanted
+        if name not in have
+    ]
+
+
+def _api_client(kubeconfig: Optional[str], context: Optional[str]) -> Any:
+    from kubernetes import config
 
     new_client: Callable[..., object] = config.new_client_from_config
     if kubeconfig and not os.path.exists(kubeconfig):  # the config holds the kubeconfig's contents
@@ -68,7 +87,14 @@ def cluster_node_counter(kubeconfig: Optional[str], context: Optional[str]) -> N
             os.unlink(handle.name)
     else:
         api_client = new_client(config_file=kubeconfig or None, context=context)
-    api = client.CoreV1Api(api_client)
+    return api_client
+
+
+def cluster_node_counter(kubeconfig: Optional[str], context: Optional[str]) -> NodeCounter:
+    """Count nodes through the API server with the same kubeconfig/context as the provider."""
+    from kubernetes import client
+
+    api = client.CoreV1Api(_api_client(kubeconfig, context))
 
     def count(label_selector: str) -> int:
         return len(api.list_node(label_selector=label_selector, _request_timeout=10).items)
@@ -89,3 +115,26 @@ def preflight(nodes: NodePlan, kubeconfig: Optional[str], context: Optional[str]
     if result.errors:
         raise pulumi.RunError("; ".join(result.errors))
     return result.compute_nodes
+
+
+def cluster_queue_lister(kubeconfig: Optional[str], context: Optional[str]) -> Callable[[], List[str]]:
+    from kubernetes import client
+
+    api = client.CustomObjectsApi(_api_client(kubeconfig, context))
+
+    def names() -> List[str]:
+        found = api.list_cluster_custom_object("scheduling.volcano.sh", "v1beta1", "queues", _request_timeout=10)
+        return [str(item["metadata"]["name"]) for item in found.get("items") or []]
+
+    return names
+
+
+def check_queues(queues: List[str], kubeconfig: Optional[str], context: Optional[str]) -> None:
+    """Raise a RunError naming each queue of ``queues`` the cluster lacks (a workload stack's)."""
+    try:
+        errors = missing_queues(cluster_queue_lister(kubeconfig, context), queues)
+    except Exception as exc:  # no kubeconfig, API server unreachable, no Volcano CRDs, no permission
+        pulumi.log.warn(f"queue check skipped ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})")
+        return
+    if errors:
+        raise pulumi.RunError("; ".join(errors))

@@ -49,8 +49,9 @@ from .kinds import create, logical_name, object_key, pull_secret
 TYPE_TOKEN = "ascend-resumable:stack:MindClusterScheduler"
 #: Namespaces whose pods pull MindCluster/Volcano images (pull secrets are created in each).
 POD_NAMESPACES = (NAMESPACE_VOLCANO, NAMESPACE_MINDX_DL, NAMESPACE_DEVICE_PLUGIN, NAMESPACE_NPU_EXPORTER)
-#: Kinds kept by ``pulumi destroy`` (see the module docstring).
-RETAINED_KINDS = ("Namespace", "CustomResourceDefinition")
+#: Kinds kept by ``pulumi destroy`` (see the module docstring): a Volcano queue holds other stacks'
+#: jobs as a namespace holds their objects.
+RETAINED_KINDS = ("Namespace", "CustomResourceDefinition", "Queue")
 #: Kinds pulumi-kubernetes waits for until they are ready.
 AWAITED_KINDS = ("Deployment", "DaemonSet")
 #: What a training job needs before it is created: its CRD (every CRD of the stack), the controllers

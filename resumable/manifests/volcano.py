@@ -442,5 +442,28 @@ def namespaces(s: Settings) -> List[Obj]:
     return out
 
 
+def queue_objects(s: Settings) -> List[Obj]:
+    """The queues the profile's jobs name (SchedulerPlan.queues), created with the scheduling stack.
+
+    The Ascend Operator with gang scheduling gets a job's queue when it first reconciles the job and,
+    when there is none, marks the job failed validation and returns no error, so nothing retries it
+    until the job is edited (MC:@v7.3.0 component/ascend-operator/pkg/controllers/v1/ascendjob_validate.go:72-80,
+    ascendjob_controller.go:148-151; the same at v26.1.0 ascendjob_validate.go:81-89). Volcano's
+    scheduler creates ``default`` only once it runs (volcano-sh/volcano v1.9.0
+    pkg/scheduler/cache/cache.go:483-510, v1.12.0 cache.go:457-480), so a job applied right after the
+    stack could find no queue. Each queue is therefore an object of the stack, with the spec Volcano
+    gives its own default queue (weight 1, reclaimable), which Volcano's create then leaves as it is
+    (it tolerates AlreadyExists)."""
+    return [
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "Queue",
+            "metadata": k8s.meta(name),
+            "spec": {"weight": 1, "reclaimable": True},
+        }
+        for name in s.plan.queues
+    ]
+
+
 def objects(s: Settings) -> List[Obj]:
-    return scheduler_objects(s) + controller_objects(s)
+    return scheduler_objects(s) + controller_objects(s) + queue_objects(s)

@@ -432,9 +432,10 @@ def build_job(f: JobFacts, storage: List[SharedVolumePlan], profile_dir: Optiona
     if f.job.kind == "ascendjob":
         notes.append(
             Note(
-                "Volcano queue %s: it must exist (Volcano creates 'default'); the Ascend Operator refuses the job "
-                "otherwise" % f.queue,
-                "MC:component/ascend-operator/pkg/controllers/v1/ascendjob_validate.go validateBasicInfo",
+                "Volcano queue %s: the scheduling stack creates it; it must exist before the job, or the Ascend "
+                "Operator refuses the job and does not look again (a workload stack checks it first)" % f.queue,
+                "MC:@v7.3.0 component/ascend-operator/pkg/controllers/v1/ascendjob_validate.go:72-80, "
+                "ascendjob_controller.go:148-151",
             )
         )
     plan_budget = budget(f, job, hang_timeout(f)[0])

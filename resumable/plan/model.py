@@ -98,6 +98,10 @@ class SchedulerPlan(PlanPart):
     notes: List[Note]
     #: OS flavour of the registry's image tags from 26.1.0 (scheduler.image_os)
     image_os: str = "openeuler24.03"
+    #: the Volcano queues the profile's jobs name, sorted: the scheduling stack creates each, so none
+    #: of its jobs reaches the Ascend Operator before its queue exists (the operator refuses such a
+    #: job and does not look again: ascendjob_validate.go validateBasicInfo)
+    queues: List[str] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass

@@ -75,4 +75,5 @@ def build_scheduler(profile: Profile, facts: List[JobFacts]) -> SchedulerPlan:
         report_interval=s.report_interval,
         resources={k: {str(name): q for name, q in v.items()} for k, v in s.resources.items()},
         notes=notes,
+        queues=sorted({f.queue for f in facts}),
     )

@@ -32,6 +32,7 @@ def scheduler_plan(
         report_interval=5,
         resources={},
         notes=[],
+        queues=["default"],
     )
     values.update(overrides)
     return SchedulerPlan(**values)

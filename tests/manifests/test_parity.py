@@ -127,6 +127,13 @@ def d11_service_port_names(up: Facts, ours: Facts) -> None:
     """D11: facts compare port numbers only; 1.7's unnamed metrics port is named ``metrics``."""
 
 
+def d18_queues_created(up: Facts, ours: Facts) -> None:
+    """D18: the queues the jobs name are created with the stack (upstream: Volcano's scheduler
+    creates ``default`` when it starts, after a job applied with the stack may have been refused)."""
+    for key in [k for k in ours if k[0] == "Queue"]:
+        up[key] = ours[key]
+
+
 INTENDED: List[Callable[[Facts, Facts], None]] = [
     d1_namespaces_created,
     d2_plugin_name,
@@ -137,6 +144,7 @@ INTENDED: List[Callable[[Facts, Facts], None]] = [
     d9_runtime_sockets,
     d10_container_mode,
     d11_service_port_names,
+    d18_queues_created,
 ]
 
 
