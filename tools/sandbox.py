@@ -2,19 +2,24 @@
 """``make sandbox``: a local cluster to run ``pulumi up`` against before a real one.
 
 Starts the control plane of tools/controlplane.py (etcd, kube-apiserver, controller-manager,
-scheduler, KWOK; the real programs built by ``make tools``) in ``--dir`` with fake nodes labelled
-from the profile's plan (a management node and NPU nodes with the profile's NPU resource), copies
-the Pulumi project (Pulumi.yaml, __main__.py, the shipped stack files, the examples) to
-``<dir>/project`` so the user's checkout stays as it is, and prints the environment and the
-commands that deploy the stacks of that profile onto it, in order (a cluster stack before its job
-stacks). Every kubeconfig context the shipped stacks name (``ascend-a2`` ...) points at the sandbox,
+scheduler, KWOK, and the pod runner that runs the Ascend Operator and Volcano the stacks deploy; the
+real programs built by ``make tools``) in ``--dir`` with fake nodes labelled from the profile's plan
+(a management node and NPU nodes with the profile's NPU resource), copies the Pulumi project
+(Pulumi.yaml, __main__.py, requirements.txt, the shipped stack files, the examples) to
+``<dir>/project`` so the user's checkout stays as it is, and prints the environment and the plain
+``pulumi`` commands that deploy the stacks of that profile onto it, in order (a cluster stack before
+its job stacks). The copy's ``.venv`` (Pulumi.yaml: ``toolchain: pip``, ``virtualenv: .venv``) is a
+link to the checkout's, where ``make pulumi-venv`` installed requirements.txt as Pulumi's pip
+toolchain does; its requirements.txt installs this checkout (``-e <checkout>``) for a venv made
+anew. Every kubeconfig context the shipped stacks name (``ascend-a2`` ...) points at the sandbox,
 so they run unchanged; a profile no shipped stack uses gets a stack ``sandbox`` of role ``all``.
 Each job runs a prebuilt image reference (no image is built: no Docker engine is needed, and fake
 nodes pull nothing). ``make sandbox-down`` stops it (the processes it recorded, nothing else) and
 keeps ``--dir``.
 
-Fake nodes run no containers: pods are scheduled and go Running, but no image is pulled, no volume
-mounted and no Ascend Operator turns an AscendJob into pods.
+Fake nodes run no containers: the Ascend Operator turns an AscendJob into a PodGroup and pods, Volcano
+binds them to the NPU nodes and they go Running, but no image is pulled, no volume mounted and no
+training runs.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import controlplane
 import go_tools
+import source_tools
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = "ascend-resumable"
@@ -52,10 +58,20 @@ class StackSteps:
 def copy_project(target: Path) -> None:
     """The Pulumi project as shipped, in ``target``: the program and the examples refreshed on every
     ``up``, a stack file only when the copy has none (it keeps the stack's passphrase salt, which
-    ``pulumi stack select --create`` writes there, and the config set in the sandbox)."""
+    ``pulumi stack select --create`` writes there, and the config set in the sandbox). What the
+    language host needs beside the program: requirements.txt, with this checkout as the project it
+    installs, and the virtualenv Pulumi.yaml names, linked to the checkout's."""
     target.mkdir(parents=True, exist_ok=True)
     for name in ("Pulumi.yaml", "__main__.py"):
         shutil.copyfile(ROOT / name, target / name)
+    requirements = (ROOT / "requirements.txt").read_text(encoding="utf-8")
+    (target / "requirements.txt").write_text(
+        "\n".join(f"-e {ROOT}" if line.strip() == "-e ." else line for line in requirements.splitlines()) + "\n",
+        encoding="utf-8",
+    )
+    venv = target / ".venv"
+    if not venv.exists() and not venv.is_symlink():
+        venv.symlink_to(ROOT / ".venv")
     for stack in ROOT.glob("Pulumi.*.yaml"):
         if not (target / stack.name).exists():
             shutil.copyfile(stack, target / stack.name)
@@ -84,12 +100,21 @@ def stacks_for(profile: Path, jobs: Sequence[str]) -> List[StackSteps]:
     return sorted(found, key=lambda s: (ROLE_ORDER.get(s.role, 9), s.name))
 
 
-def instructions(plane_dir: Path, profile: Path, jobs: Sequence[str], python: str) -> List[str]:
+#: the programs the printed lines run: kubectl, and plain `pulumi` with its Kubernetes provider and
+#: Python language host
+TOOLS = (
+    "pulumi",
+    "pulumi-kubernetes",
+    f"pulumi-language-python-{source_tools.LANGUAGE_HOST_VERSION}",
+    "kubernetes",
+)
+
+
+def instructions(plane_dir: Path, profile: Path, jobs: Sequence[str]) -> List[str]:
     state = plane_dir / "state"
     state.mkdir(exist_ok=True)
-    tools = go_tools.bin_dirs([go_tools.TOOLS[n] for n in ("pulumi", "pulumi-kubernetes", "kubernetes")])
+    tools = go_tools.bin_dirs([go_tools.all_tools()[n] for n in TOOLS])
     path = ":".join(shlex.quote(str(d)) for d in tools)
-    run = f"{shlex.quote(python)} {shlex.quote(str(ROOT / 'tools' / 'pulumi_local.py'))}"
     lines = [
         "# the sandbox's environment (copy into your shell):",
         f"export KUBECONFIG={shlex.quote(str(plane_dir / 'kubeconfig'))}",
@@ -108,7 +133,7 @@ def instructions(plane_dir: Path, profile: Path, jobs: Sequence[str], python: st
             lines.append("pulumi config set context sandbox")
         for job in stack.jobs_without_image:  # a prebuilt reference: nothing is built or pulled here
             lines.append(f"pulumi config set --path images.{job} {SANDBOX_IMAGE.format(job=job)}")
-        lines.append(f"{run} up --stack {stack.name}")
+        lines.append(f"pulumi up --yes --stack {stack.name}")
     lines += [
         "kubectl get pods -A -o wide; kubectl get ascendjobs,jobs.batch.volcano.sh -A",
         "# stop it: make sandbox-down (the state stays in " + str(state) + ")",
@@ -140,7 +165,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     try:
         plan = controlplane.plan_json(profile)
-    except controlplane.UsageError as exc:
+        go_tools.bin_dirs([go_tools.all_tools()[n] for n in TOOLS])  # built, before anything starts
+    except (controlplane.UsageError, go_tools.ToolError) as exc:
         print(f"sandbox: {exc}", file=sys.stderr)
         return 2
     code = controlplane.main(
@@ -149,7 +175,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if code != 0:
         return code
     copy_project(plane_dir / "project")
-    for line in instructions(plane_dir, profile, job_names(plan), sys.executable):
+    for line in instructions(plane_dir, profile, job_names(plan)):
         print(line)
     return 0
 

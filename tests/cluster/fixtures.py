@@ -1,5 +1,6 @@
-"""Fixtures of the cluster tests: the real control plane (tools/controlplane.py) and the real Pulumi
-engine (tools/pulumi_local.py), both built from Go modules by ``make tools``. A pytest plugin
+"""Fixtures of the cluster tests: the real control plane (tools/controlplane.py, with the Ascend
+Operator and Volcano run by tools/podrunner.py) and the real Pulumi CLI with its Kubernetes provider
+and Python language host (plain ``pulumi up``), all built by ``make tools``. A pytest plugin
 (tests/conftest.py ``pytest_plugins``), so every test directory has them: ``start_plane`` and
 ``kube_cluster`` (a fresh control plane for tests/manifests/test_render_apiserver.py's contract).
 
@@ -25,17 +26,32 @@ from conftest import EXAMPLE_FILES, EXAMPLES, ROOT, example_profile
 sys.path.insert(0, str(ROOT / "tools"))
 import controlplane as controlplane  # re-exported for the test modules
 import go_tools as go_tools  # re-exported for the test modules
+import podrunner as podrunner  # re-exported for the test modules
+import source_tools as source_tools  # re-exported for the test modules
 
 Plane = controlplane.ControlPlane
 PROJECT = "ascend-resumable"
 StartPlane = Callable[..., Plane]
 
 
-def built(names: Sequence[str]) -> None:
+def built(names: Sequence[str]) -> List[Path]:
+    """The bin directories of the tools ``names`` (wrapper modules or source builds); the test fails,
+    naming what is missing and how to build it, when one is not built."""
+    tools = go_tools.all_tools()
     try:
-        go_tools.bin_dirs([go_tools.TOOLS[n] for n in names])
+        return go_tools.bin_dirs([tools[n] for n in names])
     except go_tools.ToolError as exc:
         pytest.fail(f"{exc} (make test builds them first)", pytrace=False)
+
+
+#: what plain `pulumi` needs on PATH: the CLI, the Kubernetes provider and the Python language host
+PULUMI_TOOLS = ("pulumi", "pulumi-kubernetes", f"pulumi-language-python-{source_tools.LANGUAGE_HOST_VERSION}")
+#: the CLI must neither ask the network for a newer version nor download a plugin
+PULUMI_OFFLINE = {
+    "PULUMI_SKIP_UPDATE_CHECK": "true",
+    "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+    "PULUMI_SKIP_CONFIRMATIONS": "true",
+}
 
 
 @pytest.fixture
@@ -94,10 +110,12 @@ def plan_nodes(profile: Path, compute: int = 2) -> List[controlplane.FakeNode]:
 
 
 class Project:
-    """A copy of this Pulumi project as a user has it (Pulumi.yaml, __main__.py, the shipped stack
-    files, the example profiles with their wheel files in place) with a file state backend and a
-    passphrase, run by the real engine through tools/pulumi_local.py against ``plane`` (None: no
-    cluster, for what the CLI refuses before the program runs)."""
+    """A copy of this Pulumi project as a user has it (Pulumi.yaml, __main__.py, requirements.txt, the
+    shipped stack files, the example profiles with their wheel files in place) with a file state
+    backend and a passphrase, run by plain ``pulumi`` against ``plane`` (None: no cluster, for what
+    the CLI refuses before the program runs). Its ``.venv`` (Pulumi.yaml: ``toolchain: pip``,
+    ``virtualenv: .venv``) links to the test virtualenv, which holds requirements.txt installed as
+    Pulumi's pip toolchain installs it (tests/test_pulumi_venv.py has Pulumi make one itself)."""
 
     def __init__(self, directory: Path, plane: Optional[Plane]) -> None:
         self.dir = directory
@@ -105,8 +123,10 @@ class Project:
         self.state = directory.parent / f"{directory.name}-state"
         self.state.mkdir(exist_ok=True)
         directory.mkdir(parents=True, exist_ok=True)
-        for name in ("Pulumi.yaml", "__main__.py"):
+        for name in ("Pulumi.yaml", "__main__.py", "requirements.txt"):
             shutil.copyfile(ROOT / name, directory / name)
+        if not (directory / ".venv").exists():
+            (directory / ".venv").symlink_to(Path(sys.prefix))
         for stack in ROOT.glob("Pulumi.*.yaml"):
             shutil.copyfile(stack, directory / stack.name)
         for example in EXAMPLE_FILES:
@@ -123,7 +143,10 @@ class Project:
             PULUMI_BACKEND_URL=f"file://{self.state}",
             PULUMI_CONFIG_PASSPHRASE="cluster-tests",
             PULUMI_HOME=str(self.state / ".pulumi-home"),
+            **PULUMI_OFFLINE,
         )
+        env.pop("VIRTUAL_ENV", None)  # Pulumi's pip toolchain runs the project's own .venv
+        env["PATH"] = os.pathsep.join([*map(str, built(PULUMI_TOOLS)), env["PATH"]])
         return env
 
     def stack_file(self, stack: str) -> Path:
@@ -143,11 +166,22 @@ class Project:
         path.write_text(yaml.safe_dump({"config": config}, sort_keys=False))
 
     def pulumi(self, command: str, stack: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """``pulumi <command> --stack <stack>`` as a user runs it (``up``, ``refresh`` and ``destroy``
+        with ``--yes``: previewed, then applied), the stack selected or created first; ``output`` is
+        ``pulumi stack output --json``."""
+        if not (self.state / ".pulumi" / "stacks" / PROJECT / f"{stack}.json").exists():
+            self.cli("stack", "select", "--create", stack)
+        if command == "output":
+            argv = ["stack", "output", "--stack", stack, "--json", *args]
+        else:
+            argv = [command, "--stack", stack, "--non-interactive", *args]
+            if command in ("up", "refresh", "destroy"):
+                argv.append("--yes")
+            if command == "preview":
+                argv.append("--diff")
         done = subprocess.run(
-            [sys.executable, str(ROOT / "tools" / "pulumi_local.py"), command, "--stack", stack,
-             "--cwd", str(self.dir), *args],
-            capture_output=True, text=True, env=self.env(), timeout=900, check=False,
-        )  # fmt: skip
+            ["pulumi", *argv], cwd=self.dir, capture_output=True, text=True, env=self.env(), timeout=900, check=False
+        )
         if check and done.returncode != 0:
             pytest.fail(
                 f"pulumi {command} {stack} exited {done.returncode}:\n{done.stdout[-6000:]}\n{done.stderr[-6000:]}"
@@ -155,10 +189,10 @@ class Project:
         return done
 
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
-        """The real Pulumi CLI for what needs no language host (stack, config, export)."""
-        env = self.env()
-        env["PATH"] = os.pathsep.join([*map(str, go_tools.bin_dirs([go_tools.TOOLS["pulumi"]])), env["PATH"]])
-        done = subprocess.run(["pulumi", *args], cwd=self.dir, capture_output=True, text=True, env=env, timeout=300)
+        """The real Pulumi CLI for what needs no program (stack, config, export)."""
+        done = subprocess.run(
+            ["pulumi", *args], cwd=self.dir, capture_output=True, text=True, env=self.env(), timeout=300
+        )
         assert done.returncode == 0, f"pulumi {' '.join(args)}: {done.stdout}{done.stderr}"
         return done
 
@@ -169,5 +203,6 @@ class Project:
         return [r["inputs"] for r in resources if r["type"].startswith("kubernetes:") and "kind" in r.get("inputs", {})]
 
     def outputs(self, stack: str) -> Dict[str, str]:
-        lines = self.pulumi("output", stack).stdout.splitlines()
-        return dict(line.split("\t", 1) for line in lines if "\t" in line)
+        """The stack's outputs, each as its JSON text (a secret: ``"[secret]"``)."""
+        values = json.loads(self.pulumi("output", stack).stdout or "{}")
+        return {key: json.dumps(value, sort_keys=True) for key, value in values.items()}
