@@ -56,13 +56,15 @@ ENV_OWNERS: Tuple[EnvOwner, ...] = (
         ("recovery.watchdog",),
         "PyTorch watchdog: 0 when the watchdog is off (recovery.watchdog: off, or any process-level "
         "strategy), 1 with recovery.watchdog: on; unset otherwise (on by default where supported). "
-        "In env: 0 = off, 1 or 2 = on",
+        "In env: 0 = off, 1 or 2 = on. An AscendJob with a strategy from 7.2.RC1 gets 0 from the Ascend "
+        "Operator instead of the pod template (below)",
         "RTO 表1; RT04 Table 3; ENV Table 5",
     ),
     EnvOwner(
         C.ENV_MS_ENABLE_THM,
         ("recovery.watchdog",),
-        "MindSpore watchdog: {HCCL_WATCHDOG:0} when it is off (as for PyTorch)",
+        "MindSpore watchdog: {HCCL_WATCHDOG:0} when it is off (as for PyTorch; from the Ascend Operator on an "
+        "AscendJob with a strategy from 7.2.RC1, below)",
         "RT04 Table 3; RT05",
     ),
     EnvOwner(

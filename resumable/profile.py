@@ -797,7 +797,9 @@ class Job:
         metadata=spec(
             'Extra container environment. A variable the plan owns (docs/profile.md, "Environment the plan '
             'owns") is read as its profile field where that is auto or null, and must agree with it '
-            "otherwise; nothing here is dropped or overridden. Values may span lines.",
+            "otherwise; nothing here is dropped or overridden. A variable the Ascend Operator injects into an "
+            'AscendJob (docs/profile.md, "Environment the Ascend Operator injects") must say what it injects, '
+            "and is then left out of the pod template (the operator sets it). Values may span lines.",
             key_format=F.ENV_NAME,
             multiline=True,
         ),

@@ -28,11 +28,19 @@ TASKD_MANAGER = Gate("7.1.RC1", "MC:@v7.1.RC1 component/taskd/taskd/api/; HA71-0
 RECOVER_IN_PLACE = Gate("7.1.RC1", "HA71-025; RT04 Table 3")
 #: elastic-training strategy added in 7.2.RC1 (PyTorch only).
 ELASTIC_TRAINING = Gate("7.2.RC1", "MC:@v7.2.RC1 ascend-operator env.go; RT04")
-#: From 7.2.RC1 the Ascend Operator labels the PodGroup process-recover-enable=on and injects
-#: PROCESS_RECOVER, ELASTIC_PROCESS_RECOVER_ENABLE, ENABLE_RESTART_FAULT_PROCESS, HIGH_AVAILABILITY
-#: and HCCL_ASYNC_ERROR_HANDLING=0 from recover-strategy.
+#: From 7.2.RC1 the Ascend Operator labels the PodGroup process-recover-enable=on and injects the
+#: recovery switches into the ascend container from recover-strategy, pod-rescheduling and
+#: subHealthyStrategy: PROCESS_RECOVER, ELASTIC_PROCESS_RECOVER_ENABLE, ENABLE_RESTART_FAULT_PROCESS,
+#: and per framework HCCL_ASYNC_ERROR_HANDLING=0 + HIGH_AVAILABILITY (PyTorch) or MS_ENABLE_TFT,
+#: MINDIO_FOR_MINDSPORE and MS_ENABLE_THM (MindSpore); exactly what: :mod:`resumable.operatorenv`.
 OPERATOR_INJECTS_RECOVERY_ENV = Gate(
     "7.2.RC1", "MC:@v7.2.RC1 component/ascend-operator/pkg/controllers/v1/{job.go,env.go}; HA73-078"
+)
+#: The operator writes MS_ENABLE_TFT as ``{ARF:1,...}``; up to 7.3.x the single quotes were part of
+#: the value (``'{ARF:1,...}'``).
+MS_ENABLE_TFT_UNQUOTED = Gate(
+    "26.0.0",
+    "MC:@v26.0.0 component/ascend-operator/pkg/controllers/v1/env.go:346,357,390; MC:@v7.3.0 env.go:327,338,370",
 )
 #: PyTorch run.py is patched with TaskD (import taskd.python.adaptor.patch) from 7.3.0; up to 7.2
 #: the Elastic Agent (import mindx_elastic.api) does it. mindx_elastic reaches end of life in 7.3.0.

@@ -99,6 +99,7 @@ tests=()
 # wheels need a C compiler for libtaskd.so.
 for t in tests/test_versions.py tests/test_rules.py tests/test_plan.py tests/test_cli.py tests/test_property.py \
     tests/test_adversarial.py tests/test_formats.py tests/test_yamlio.py tests/test_hardware.py tests/test_cli_hygiene.py \
+    tests/test_operatorenv.py \
     tests/runtime/test_launch_spec.py tests/runtime/test_supervisor.py tests/runtime/test_timeline.py \
     tests/runtime/test_doctor.py tests/runtime/test_context.py tests/runtime/test_torchrun_patch.py \
     tests/runtime/test_hook.py tests/runtime/test_e2e_torchrun.py tests/runtime/test_hostile_inputs.py; do

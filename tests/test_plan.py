@@ -63,9 +63,12 @@ def test_process_recovery_json_has_every_acceptance_item() -> None:
             {"name": p["name"], "container_port": p["container_port"]} for p in replica["ports"]
         ]
         env = {e["name"]: e["value"] for e in replica["env"]}
-        assert env["HCCL_ASYNC_ERROR_HANDLING"] == "0"
+        assert "HCCL_ASYNC_ERROR_HANDLING" not in env  # the operator injects it (issue 30)
         assert env["ASCEND_CACHE_PATH"] == "/job/op_cache"
         assert env["ASCEND_MAX_OP_CACHE_SIZE"] == "-1"
+    injected = {e["name"]: e["value"] for e in job["operator_env"]}
+    assert injected["HCCL_ASYNC_ERROR_HANDLING"] == "0"
+    assert {e["name"]: e["value"] for e in job["launcher"]["env"]}["HCCL_ASYNC_ERROR_HANDLING"] == "0"
     assert job["labels"]["fault-scheduling"] == "grace"
     assert job["annotations"]["recover-strategy"] == "recover,recover-in-place,dump,exit"
     managers = [r["type"] for r in job["replicas"] if r["runs_taskd_manager"]]
@@ -117,7 +120,9 @@ def test_mindspore_manager_runs_on_the_scheduler_pod() -> None:
     assert job.launcher.taskd_manager.condition == '[[ "${MS_SCHED_HOST}" == "${POD_IP}" ]]'
     assert job.launcher.launcher == "msrun"
     env = env_of(job)
-    assert env["MS_ENABLE_THM"] == "{HCCL_WATCHDOG:0}"
+    assert "MS_ENABLE_THM" not in env  # the operator injects it (issue 30)
+    assert {e.name: e.value for e in job.operator_env}["MS_ENABLE_THM"] == "{HCCL_WATCHDOG:0}"
+    assert {e.name: e.value for e in job.launcher.env}["MS_ENABLE_THM"] == "{HCCL_WATCHDOG:0}"
     assert "HCCL_ASYNC_ERROR_HANDLING" not in env
     assert job.image.runpy_patch is None
 

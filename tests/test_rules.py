@@ -407,6 +407,31 @@ CASES: Dict[str, Tuple[List[Tuple[Dict[str, Any], str]], Dict[str, Any]]] = {
             }
         },
     ),
+    "env-operator-injects": (
+        [
+            ({J + "env": {"HIGH_AVAILABILITY": "recover"}}, J + "env.HIGH_AVAILABILITY"),
+            ({J + "env": {"PROCESS_RECOVER": "off"}}, J + "recovery.strategies"),
+            ({J + "recovery.sub_health": "hotSwitch", J + "env": {"PROCESS_RECOVER": "1"}}, J + "recovery.sub_health"),
+            (
+                {
+                    J + "image.framework": "mindspore",
+                    J + "image.mindspore": "2.7.0",
+                    J + "launcher": "msrun",
+                    J + "env": {"MS_ENABLE_TFT": "{ARF:1,TTP:1}"},
+                },
+                J + "env.MS_ENABLE_TFT",
+            ),
+        ],
+        {
+            J + "env": {
+                "HIGH_AVAILABILITY": "recover,dump",
+                "PROCESS_RECOVER": "on",
+                "ELASTIC_PROCESS_RECOVER_ENABLE": "1",
+                "ENABLE_RESTART_FAULT_PROCESS": "on",
+                "HCCL_ASYNC_ERROR_HANDLING": "0",
+            }
+        },
+    ),
     "msrun-options": (
         [
             (

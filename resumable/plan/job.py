@@ -8,6 +8,7 @@ from .. import constants as C
 from .. import releases as R
 from ..envderived import mindio_ttp_port
 from ..facts import JobFacts, uses_compile_cache
+from ..operatorenv import pod_rescheduling_label, recover_strategy_annotation, sub_healthy_label
 from ..profile import JobVolume
 from .budget import budget, ladder
 from .env import container_env
@@ -46,12 +47,14 @@ def job_labels(f: JobFacts) -> Dict[str, str]:
         labels[C.LABEL_FAULT_SCHEDULING] = r.fault_scheduling
     if r.fault_retry_times is not None:
         labels[C.LABEL_FAULT_RETRY_TIMES] = str(r.fault_retry_times)
-    if r.pod_rescheduling:
-        labels[C.LABEL_POD_RESCHEDULING] = "on"
+    pod_rescheduling = pod_rescheduling_label(f)
+    if pod_rescheduling is not None:
+        labels[C.LABEL_POD_RESCHEDULING] = pod_rescheduling
     if f.process_level and not f.at_least(R.OPERATOR_INJECTS_RECOVERY_ENV):
         labels[C.LABEL_PROCESS_RECOVER_ENABLE] = "on"
-    if r.sub_health != "ignore":
-        labels[C.LABEL_SUB_HEALTHY_STRATEGY] = r.sub_health
+    sub_healthy = sub_healthy_label(f)
+    if sub_healthy is not None:
+        labels[C.LABEL_SUB_HEALTHY_STRATEGY] = sub_healthy
     if f.job.tor_affinity is not None and f.at_least(R.TOR_AFFINITY):
         labels[C.LABEL_TOR_AFFINITY] = f.job.tor_affinity
     return labels
@@ -60,8 +63,9 @@ def job_labels(f: JobFacts) -> Dict[str, str]:
 def job_annotations(f: JobFacts) -> Dict[str, str]:
     job = f.job
     out: Dict[str, str] = {}
-    if f.strategies:
-        out[C.ANNOTATION_RECOVER_STRATEGY] = ",".join(f.strategies)
+    strategies = recover_strategy_annotation(f)
+    if strategies is not None:
+        out[C.ANNOTATION_RECOVER_STRATEGY] = strategies
     timeout = job.recovery.wait_reschedule_timeout
     if timeout is not None:
         out[C.ANNOTATION_WAIT_RESCHEDULE_TIMEOUT] = str(timeout)
@@ -103,10 +107,9 @@ def device_env(f: JobFacts) -> List[EnvVar]:
     ]
 
 
-def job_env(f: JobFacts) -> List[EnvVar]:
-    """The container env: the strategy's (plan.env), the device list where nobody injects it, the
-    RankTable file of a Volcano Job, and where ``resumable launch`` finds the profile."""
-    env = container_env(f)
+def job_env(f: JobFacts, env: List[EnvVar]) -> List[EnvVar]:
+    """The container env: the strategy's (``env``, from plan.env), the device list where nobody
+    injects it, the RankTable file of a Volcano Job, and where ``resumable launch`` finds the profile."""
     names = {e.name for e in env}
     extra = device_env(f)
     if f.job.kind == "vcjob" and C.ENV_RANK_TABLE_FILE not in names:
@@ -395,20 +398,9 @@ def release_notes(f: JobFacts) -> List[Note]:
 
 def build_job(f: JobFacts, storage: List[SharedVolumePlan], profile_dir: Optional[str]) -> JobPlan:
     job = f.job
-    env = job_env(f)
-    notes: List[Note] = []
-    if f.process_level and f.at_least(R.OPERATOR_INJECTS_RECOVERY_ENV):
-        notes.append(
-            Note(
-                "the Ascend Operator labels the PodGroup process-recover-enable=on and injects %s from "
-                "recover-strategy"
-                % ", ".join(
-                    [C.ENV_PROCESS_RECOVER, C.ENV_ELASTIC_PROCESS_RECOVER_ENABLE, C.ENV_HIGH_AVAILABILITY]
-                    + ([C.ENV_ENABLE_RESTART_FAULT_PROCESS] if "recover-in-place" in f.strategies else [])
-                ),
-                R.OPERATOR_INJECTS_RECOVERY_ENV.source,
-            )
-        )
+    split = container_env(f)
+    env = job_env(f, split.template)
+    notes: List[Note] = list(split.notes)
     if job.recovery.watchdog == "auto" and (f.process_level or f.hot_switch):
         notes.append(Note("watchdog off because a process-level strategy is used", "RTO 表1; RT04 Table 3"))
     elif job.recovery.watchdog == "auto" and f.watchdog_supported is False:
@@ -439,7 +431,7 @@ def build_job(f: JobFacts, storage: List[SharedVolumePlan], profile_dir: Optiona
             )
         )
     plan_budget = budget(f, job, hang_timeout(f)[0])
-    launcher = build_launcher(f, root, plan_budget.ladder)
+    launcher = build_launcher(f, root, plan_budget.ladder, split.left_out)
     timeline = "%s/%s" % (launcher.log_dir, C.TIMELINE_FILE % "<host>")
     notes.append(Note("logs under %s, the recovery timeline %s (%s)" % (launcher.log_dir, timeline, where), LOG_SOURCE))
     notes += release_notes(f)
@@ -466,4 +458,5 @@ def build_job(f: JobFacts, storage: List[SharedVolumePlan], profile_dir: Optiona
         policies=policies(f),
         queue=f.queue,
         pod=build_pod(job.pod),
+        operator_env=split.operator,
     )

@@ -117,12 +117,22 @@ def warm_note(f: JobFacts) -> Optional[Note]:
     )
 
 
-def build_launcher(f: JobFacts, log_root: str = C.JOB_LOG_ROOT, ladder: Sequence[BudgetLine] = ()) -> LauncherPlan:
+def build_launcher(
+    f: JobFacts,
+    log_root: str = C.JOB_LOG_ROOT,
+    ladder: Sequence[BudgetLine] = (),
+    operator_set: Sequence[EnvVar] = (),
+) -> LauncherPlan:
+    """``operator_set``: the container env the pod template leaves to the Ascend Operator (it
+    injects the same values, plan.env); the launcher sets them, so a pod no operator made has them too."""
     job = f.job
     r = job.recovery
     notes: List[Note] = []
     log_dir = job_log_dir(f, log_root)
-    env: List[EnvVar] = []
+    env: List[EnvVar] = [
+        EnvVar(e.name, e.value, e.field_path, "%s; the Ascend Operator injects the same into the pod" % e.reason)
+        for e in operator_set
+    ]
     preload: List[str] = []
     if f.uses_taskd:
         preload.append("<site-packages>/" + C.LIBTASKD_RELATIVE)

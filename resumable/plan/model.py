@@ -476,6 +476,9 @@ class JobPlan(PlanPart):
     queue: str = ""
     #: the pods' settings beside the recovery plan (jobs[].pod)
     pod: PodSettingsPlan = dataclasses.field(default_factory=PodSettingsPlan)
+    #: what the Ascend Operator injects for recovery into the ascend container of every pod
+    #: (resumable.operatorenv); none of it is in the replicas' env (the pod template)
+    operator_env: List[EnvVar] = dataclasses.field(default_factory=list)
 
     @property
     def command(self) -> List[str]:

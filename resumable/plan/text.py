@@ -65,6 +65,9 @@ def _job(job: JobPlan) -> List[str]:
     out.append("  ports (every pod): %s" % ", ".join("%d/%s" % (p.container_port, p.name) for p in ports))
     out.append("  container env:")
     out.extend("    " + _env(e) for e in (job.replicas[0].env if job.replicas else []))
+    if job.operator_env:
+        out.append("  injected by the Ascend Operator (not in the pod template):")
+        out.extend("    %s=%s" % (e.name, e.value) for e in job.operator_env)
     out.append("  volumes:")
     for v in job.volumes:
         src = v.claim_name or v.config_map or v.path or v.source

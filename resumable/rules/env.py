@@ -7,6 +7,7 @@ from typing import Dict, Iterable
 from ..envderived import Setting, agrees, derived_env, unset_conflicts
 from ..envowners import OWNERS
 from ..facts import JobFacts
+from ..operatorenv import env_entries, operator_env
 from ..profile import Profile
 from .base import Finding, job_rule
 
@@ -49,7 +50,32 @@ def env_contradicts_profile(profile: Profile, f: JobFacts) -> Iterable[Finding]:
             % (name, user[name], owner.field, setting.value, setting.reason),
             "Remove %s from env, or change %s so that the plan sets what you need." % (name, owner.field),
         )
+    injected = {i.name for i in operator_env(f)}  # set by the operator, not left unset: env-operator-injects
     for c in unset_conflicts(f, derived):
+        if c.name in injected:
+            continue
+        yield Finding(
+            ["%s.env.%s" % (f.path, c.name), *("%s.%s" % (f.path, x) for x in c.fields)],
+            c.message,
+            c.fix,
+        )
+
+
+@job_rule(
+    "env-operator-injects",
+    "An env entry for a variable the Ascend Operator injects into an AscendJob says what the operator injects",
+    "MC:@v7.3.0 component/ascend-operator/pkg/controllers/v1/env.go:33-38 addEnvValue, :348-378 "
+    "doAddProcessRecoverEnv, :318-346 addMSPodScheduleEnv and addSubHealthyEnv; "
+    "MC:@v26.0.0 component/ascend-operator/pkg/controllers/v1/env.go:337-398; "
+    "PROJECT (never silently override what the user asked for)",
+)
+def env_operator_injects(profile: Profile, f: JobFacts) -> Iterable[Finding]:
+    """From 7.2.RC1 the Ascend Operator puts the recovery switches into every pod of an AscendJob
+    (from recover-strategy, pod-rescheduling, subHealthyStrategy; resumable.operatorenv), appending
+    its own definition whatever the pod template holds: Kubernetes keeps the later one, so an env
+    entry for such a variable with another value would be silently overridden (a hot-switch entry is
+    rewritten in place). An entry that says the same is left out of the pod template with a note."""
+    for c in env_entries(f).conflicts:
         yield Finding(
             ["%s.env.%s" % (f.path, c.name), *("%s.%s" % (f.path, x) for x in c.fields)],
             c.message,

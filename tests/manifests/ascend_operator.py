@@ -6,12 +6,17 @@ reads is reproduced: elastic scaling (scaler.ValidJob), MindIE inference jobs, 2
 device jobs and dynamic vNPU ("huawei.com/npu-core") jobs are out of scope (the last is refused here
 rather than guessed). Injected variables the launcher never reads (MINDX_SERVER_IP, 26.x
 MINDX_SERVER_DOMAIN and REPLICA_TYPE, HCCL_LOGIC_SUPERPOD_ID, the ASCEND_VISIBLE_DEVICES fieldRef)
-are left out.
+are left out. The recovery env setPytorchEnv / setMindSporeEnv end with (``CITE[release]["recovery_env"]``)
+is the product's model of it, :func:`resumable.operatorenv.injected_into`, which tests/test_operatorenv.py
+checks against the same source.
 """
 
 from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+from resumable.operatorenv import injected_into
+from resumable.versions import Version
 
 RELEASES = ("7.3.0", "26.1.0")
 
@@ -36,6 +41,8 @@ CITE: Dict[str, Dict[str, str]] = {
         "common_env": "env.go:166-182 (setCommonEnv)",
         "pytorch_env": "env.go:240-260 (setPytorchEnv)",
         "mindspore_env": "env.go:200-238 (setMindSporeEnv); utils.go:278-286 (checkNpuPod)",
+        "recovery_env": "env.go:232-234, 255-256 (addProcessRecoverEnv :348-378, addMSPodScheduleEnv :318-328, "
+        "addSubHealthyEnv :330-346)",
     },
     "26.1.0": {
         "queue": "ascendjob_validate.go:81-89 (validateBasicInfo; getQueueFromApiserver :94-96)",
@@ -57,6 +64,8 @@ CITE: Dict[str, Dict[str, str]] = {
         "common_env": "env.go:168-186 (setCommonEnv)",
         "pytorch_env": "env.go:248-272 (setPytorchEnv)",
         "mindspore_env": "env.go:204-246 (setMindSporeEnv); utils.go:280-288 (checkNpuPod)",
+        "recovery_env": "env.go:240-242, 267-268 (addProcessRecoverEnv :367-398, addMSPodScheduleEnv :337-347, "
+        "addSubHealthyEnv :349-365)",
     },
 }
 
@@ -239,4 +248,5 @@ def pod_envs(
                         "NPU_POD": str(_npus(_ascend(spec) or {}) > 0).lower(),
                     }
                 )
+            env.update({i.name: i.value for i in injected_into(job, Version(release))})  # CITE["recovery_env"]
     return out

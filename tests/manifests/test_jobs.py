@@ -18,6 +18,8 @@ from conftest import EXAMPLE_FILES, EXAMPLES
 from resumable.api import load_plan_text
 from resumable.cli import main
 from resumable.manifests import build_deployment
+from resumable.operatorenv import injected_into
+from resumable.versions import Version
 
 from .crdschema import validate_cr
 from .facts import first, load_objects
@@ -329,13 +331,36 @@ STRATEGY: Dict[str, Dict[str, Any]] = {
         "labels": {"fault-scheduling": "grace", "fault-retry-times": "10"},
         "absent_labels": ["pod-rescheduling"],
         "env": {"HCCL_ASYNC_ERROR_HANDLING": "0", "TASKD_PROCESS_ENABLE": "on", "ASCEND_MAX_OP_CACHE_SIZE": "-1"},
+        # recover, recover-in-place, dump, exit (MC:@v7.3.0 component/ascend-operator/pkg/controllers/v1/
+        # env.go:362-365, 380-455)
+        "operator": {
+            "HCCL_ASYNC_ERROR_HANDLING": "0",
+            "HIGH_AVAILABILITY": "dump,recover",
+            "PROCESS_RECOVER": "on",
+            "ELASTIC_PROCESS_RECOVER_ENABLE": "1",
+            "ENABLE_RESTART_FAULT_PROCESS": "on",
+        },
         "ports": {"ascendjob-port", "taskd-port", "ttp-port"},
         "reset_config": True,
     },
     "mindspore-process-recovery": {
         "labels": {"fault-scheduling": "grace", "fault-retry-times": "10", "framework": "mindspore"},
         "absent_labels": ["pod-rescheduling"],
-        "env": {"MS_COMPILER_CACHE_ENABLE": "1", "ASCEND_MAX_OP_CACHE_SIZE": "-1", "TASKD_PROCESS_ENABLE": "on"},
+        "env": {
+            "MS_COMPILER_CACHE_ENABLE": "1",
+            "ASCEND_MAX_OP_CACHE_SIZE": "-1",
+            "TASKD_PROCESS_ENABLE": "on",
+            "MS_ENABLE_THM": "{HCCL_WATCHDOG:0}",
+        },
+        # retry, recover, dump, exit (MC:@v7.3.0 component/ascend-operator/pkg/controllers/v1/env.go:366-373,
+        # 380-455): no HIGH_AVAILABILITY, the quotes are part of MS_ENABLE_TFT's value at 7.3
+        "operator": {
+            "MS_ENABLE_TFT": "'{ARF:1,HCCE:1,TTP:1,UCE:1}'",
+            "MINDIO_FOR_MINDSPORE": "1",
+            "MS_ENABLE_THM": "{HCCL_WATCHDOG:0}",
+            "PROCESS_RECOVER": "on",
+            "ELASTIC_PROCESS_RECOVER_ENABLE": "1",
+        },
         "ports": {"ascendjob-port", "taskd-port", "ttp-port"},
         "reset_config": True,
     },
@@ -344,14 +369,20 @@ STRATEGY: Dict[str, Dict[str, Any]] = {
 
 @pytest.mark.parametrize("example", EXAMPLE_NAMES)
 def test_each_job_carries_what_its_strategy_requires(example: str, tmp_path: Path) -> None:
+    """The env a pod gets is the template's and what the Ascend Operator appends (operatorenv, applied
+    to the rendered job's metadata as the operator reads it); no variable is in both."""
     want = STRATEGY[example]
     job = the_job(render(EXAMPLES / f"{example}.yaml", tmp_path / "out"))
     labels = job["metadata"]["labels"]
     assert {k: labels.get(k) for k in want["labels"]} == want["labels"]
     assert not [k for k in want["absent_labels"] if k in labels]
+    release = yaml.safe_load((EXAMPLES / f"{example}.yaml").read_text())["cluster"]["mindcluster"]
+    operator = {i.name: i.value for i in injected_into(job, Version(release))}
+    assert operator == want.get("operator", {})
     for pod in pod_specs(job).values():
         container = pod["containers"][0]
-        env = env_of(container)
+        assert not set(env_of(container)) & set(operator)
+        env = {**env_of(container), **operator}
         assert {k: env.get(k) for k in want["env"]} == want["env"]
         assert {p["name"] for p in container["ports"]} == want["ports"]
         assert ("/user/restore/reset/config" in mounts_of(pod)) is want["reset_config"]
