@@ -59,14 +59,17 @@ FAULT_AT_STEP = 12
 PHASE_SPAN = float(DEFAULT_MONITOR_INTERVAL)
 
 
-def plan_monitor_interval() -> int:
+def plan_monitor_interval() -> Optional[float]:
+    """The --monitor_interval the example's plan passes to torchrun; None: not passed (torchrun's own default)."""
     from resumable.api import job_plan, load_plan
     from resumable.plan.model import TorchrunOptions
 
     config = job_plan(load_plan(EXAMPLE)).launcher.config
-    if isinstance(config, TorchrunOptions) and config.monitor_interval is not None:
-        return config.monitor_interval
-    return DEFAULT_MONITOR_INTERVAL
+    return config.monitor_interval if isinstance(config, TorchrunOptions) else None
+
+
+def monitor_label(interval: Optional[float]) -> str:
+    return "no --monitor_interval" if interval is None else "monitor_interval %g" % interval
 
 
 def jsonl(path: str) -> List[Dict[str, Any]]:
@@ -101,7 +104,9 @@ def phases(timeline: str) -> Dict[str, float]:
     return out
 
 
-def trial(monitor: Optional[int], torch_version: str, work: str, delay: float, warm: bool = False) -> Dict[str, float]:
+def trial(
+    monitor: Optional[float], torch_version: str, work: str, delay: float, warm: bool = False
+) -> Dict[str, float]:
     profile = os.path.join(work, "profile.yaml")
     with open(profile, "w", encoding="utf-8") as handle:
         handle.write(cpu_profile(name="bench", max_restarts=3, monitor=monitor, torch=torch_version, warm=warm))
@@ -187,7 +192,7 @@ def main() -> int:
         print("torch is not installed (make test-venv installs torch==2.13.0)", file=sys.stderr)
         return 2
     plan_mi = plan_monitor_interval()
-    settings: Dict[str, Optional[int]] = {
+    settings: Dict[str, Optional[float]] = {
         "plan": plan_mi,
         "warm": plan_mi,
         "default": DEFAULT_MONITOR_INTERVAL,
@@ -243,7 +248,7 @@ def main() -> int:
     )
     print("  median fault -> first resumed step (quartiles), same random kill phase per round:")
     labels = (
-        ("plan", "plan (monitor_interval %d)" % plan_mi),
+        ("plan", "plan (%s)" % monitor_label(plan_mi)),
         ("warm", "plan + warm workers"),
         ("default", "default (monitor_interval %d)" % DEFAULT_MONITOR_INTERVAL),
         ("torch", "torch default (no --monitor_interval)"),
