@@ -302,25 +302,31 @@ def fault_shares(f: JobFacts, lines: Sequence[BudgetLine]) -> Tuple[List[LevelSh
     but for a documented failure share; what remains goes to the next level."""
     pods = max(1, f.job.nodes)
     rank0 = 1.0 / pods
+    skipped = [line.level for line in lines if rank0_skips(line.level, f.release)]
+    # the rank-0 pod is set apart only where the ladder has a level it skips
+    classes = ((True, rank0), (False, 1.0 - rank0)) if skipped else ((False, 1.0),)
+    others = "the other pod's" if pods == 2 else "the other %d pods'" % (pods - 1)
     taken: Dict[str, List[Tuple[float, str, str]]] = {line.level: [] for line in lines}
     unrecovered = 0.0
-    for on_rank0, mass in ((True, rank0), (False, 1.0 - rank0)):
+    for on_rank0, mass in classes:
         for line in lines:
             if mass <= 0.0:
                 break
-            if on_rank0 and rank0_skips(line.level, f.release):
+            if on_rank0 and line.level in skipped:
                 continue
             cover, why, source = _coverage(f, line.level)
             part = mass * cover
             if part <= 0.0:
                 continue
             if on_rank0:
-                who = "the rank-0 pod's faults (1 of %d pods; the levels that move its container skip it)" % pods
+                who = "the rank-0 pod's faults, 1 in %d (%%.1f%%%%; %s skip that pod)" % (pods, ", ".join(skipped))
                 source = "%s; %s; PROJECT (faults spread evenly over the pods)" % (source, RANK0_SOURCE)
-            else:
-                who = "faults on the other %d pods" % (pods - 1)
+            elif skipped:
+                who = "%s faults (%%.1f%%%%)" % others
                 source += "; PROJECT (faults spread evenly over the pods)"
-            taken[line.level].append((part, "%.1f%% of all faults, %s: %s" % (100 * part, who, why), source))
+            else:
+                who = "all faults (%.1f%%)"
+            taken[line.level].append((part, "%s: %s" % (who % (100 * part), why), source))
             mass -= part
         unrecovered += max(0.0, mass)
     shares: List[LevelShare] = []

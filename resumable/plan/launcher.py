@@ -88,8 +88,9 @@ def monitor_note(f: JobFacts) -> Note:
         return Note(text, tick.source)
     if r.monitor_interval is None:
         return Note(
-            "--monitor_interval left unset: %s, not the %d s RTO 表2 names as the default; a value the plan "
-            "chose could only make detection slower" % (tick.what, C.MONITOR_INTERVAL_DEFAULT),
+            "--monitor_interval left unset, so %s looks at the training processes (RTO 表2's %d s is older torch's "
+            "default); the plan passes no value of its own, which could only make detection slower"
+            % (tick.what, C.MONITOR_INTERVAL_DEFAULT),
             "%s; RTO 表2" % tick.source,
         )
     return Note("--monitor_interval=%g: %s" % (r.monitor_interval, tick.what), tick.source)
