@@ -142,21 +142,21 @@ HCCL_LINK_SETUP = Gate(
     "HA72-025 使用约束; HA73-025 使用约束; HA73-120; DZ:04_usage/04_fault_recovery/01_resumable_training/"
     "03_configuration/02_configuring_training_recovery.md (配置HCCL主动触发建链)",
 )
+#: The constraints of process-level rescheduling in the 26.x user guide (the repository's docs, master).
+GUIDE_26_CONSTRAINTS = (
+    "DZ:04_usage/04_fault_recovery/01_resumable_training/01_solutions_principles/01_fault_handling.md "
+    "(进程级别重调度 使用约束)"
+)
+#: What the 26.x guide adds to the constraints: a fault during a checkpoint save is not recovered
+#: ("不支持在保存Checkpoint期间触发进程级别重调度"), no IPv6.
+CONSTRAINTS_26 = Gate("26.0.0", GUIDE_26_CONSTRAINTS)
 #: From the 26.x user guide a fault on the rank-0 pod (annotation hccl/rankIndex 0) goes to job-level
 #: rescheduling only "且需迁移容器时" (when its container must move): recover-in-place, which restarts the
 #: process in its container, then takes it. Up to 7.3 the page sends every rank-0 pod fault to job level.
-RANK0_MOVES_ONLY = Gate(
-    "26.0.0",
-    "DZ:04_usage/04_fault_recovery/01_resumable_training/01_solutions_principles/01_fault_handling.md "
-    "(进程级别重调度 使用约束); HA73-025 使用约束",
-)
+RANK0_MOVES_ONLY = Gate("26.0.0", GUIDE_26_CONSTRAINTS + "; HA73-025 使用约束")
 #: For MindSpore the 26.x guide adds "受框架机制限制，进程级重调度存在极小概率失败风险" (a small chance that
 #: process-level rescheduling fails) to the constraints.
-MINDSPORE_PROCESS_LEVEL_RISK = Gate(
-    "26.0.0",
-    "DZ:04_usage/04_fault_recovery/01_resumable_training/01_solutions_principles/01_fault_handling.md "
-    "(进程级别重调度 使用约束)",
-)
+MINDSPORE_PROCESS_LEVEL_RISK = Gate("26.0.0", GUIDE_26_CONSTRAINTS)
 #: seconds between two hang checks and hits before the report (hang_detector.go:46; hang_config.go:52)
 HANG_CHECK_SECONDS = 60
 HANG_CHECK_HITS = 5
@@ -214,13 +214,7 @@ PROCESS_LEVEL_VERSIONS: Tuple[DocumentedVersions, ...] = (
     DocumentedVersions("7.1.RC1", "2.1.0", None, "HA71-025 使用约束"),
     DocumentedVersions("7.2.RC1", "2.7.1", None, "HA72-025 使用约束"),
     DocumentedVersions("7.3.0", "2.7.1", "2.3.0", "HA73-025 使用约束"),
-    DocumentedVersions(
-        "26.0.0",
-        None,
-        "2.3.0",
-        "DZ:04_usage/04_fault_recovery/01_resumable_training/01_solutions_principles/01_fault_handling.md "
-        "(进程级别重调度 使用约束)",
-    ),
+    DocumentedVersions("26.0.0", None, "2.3.0", GUIDE_26_CONSTRAINTS),
 )
 
 

@@ -135,7 +135,4 @@ def test_budget_says_when_a_rung_saves_next_to_nothing() -> None:
     # budget note names the failures the expected time per fault cannot weigh, issue 31)
     notes = load_plan_text(EXAMPLE.read_text(encoding="utf-8"), "p.yaml").jobs[0].budget.notes
     assert [n.text for n in notes if "saves only" in n.text] == []
-    assert [n.text.split(":")[0] for n in notes] == [
-        "the expected time per fault does not weigh the documented failures of process-level recovery that have "
-        "no published share, each of which moves the fault down the ladder"
-    ]
+    assert [n.text.startswith("the expected time per fault does not weigh") for n in notes] == [True]

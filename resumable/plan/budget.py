@@ -319,14 +319,18 @@ def fault_shares(f: JobFacts, lines: Sequence[BudgetLine]) -> Tuple[List[LevelSh
             if part <= 0.0:
                 continue
             if on_rank0:
-                who = "the rank-0 pod's faults, 1 in %d (%%.1f%%%%; %s skip that pod)" % (pods, ", ".join(skipped))
+                who = "the rank-0 pod's faults, 1 in %d (%.1f%%; %s skip that pod)" % (
+                    pods,
+                    100 * part,
+                    ", ".join(skipped),
+                )
                 source = "%s; %s; PROJECT (faults spread evenly over the pods)" % (source, RANK0_SOURCE)
             elif skipped:
-                who = "%s faults (%%.1f%%%%)" % others
+                who = "%s faults (%.1f%%)" % (others, 100 * part)
                 source += "; PROJECT (faults spread evenly over the pods)"
             else:
-                who = "all faults (%.1f%%)"
-            taken[line.level].append((part, "%s: %s" % (who % (100 * part), why), source))
+                who = "all faults (%.1f%%)" % (100 * part)
+            taken[line.level].append((part, "%s: %s" % (who, why), source))
             mass -= part
         unrecovered += max(0.0, mass)
     shares: List[LevelShare] = []
@@ -358,19 +362,20 @@ def expected_seconds(shares: Sequence[LevelShare], unrecovered: float) -> Option
 
 def unweighted_note(f: JobFacts) -> List[Note]:
     """The documented ways process-level rescheduling fails that the expectation cannot weigh (no share is
-    published): they move faults down the ladder, so the expected time is a lower bound for such jobs."""
+    published): each moves a fault down the ladder, so the expected time is a lower bound for such jobs."""
     if not any(s in f.strategies for s in ("recover", "recover-in-place", "retry")):
         return []
     cases = ["a fault while HCCL links are being set up (see the plan note on link pre-establishment)"]
     if f.cluster.accelerator_type in H.A3_TYPES:
         cases.append("an NPU card drop or OS disconnect on Atlas A3 (rule process-level-a3-faults)")
-    if f.at_least(R.RANK0_MOVES_ONLY):
+    if f.at_least(R.CONSTRAINTS_26):
         cases.append("a fault during a checkpoint save")
     return [
         Note(
             "the expected time per fault does not weigh the documented failures of process-level recovery that have "
-            "no published share, each of which moves the fault down the ladder: %s" % "; ".join(cases),
-            "HA73-025 使用约束; %s" % R.RANK0_MOVES_ONLY.source.split(";")[0],
+            "no published share, each of which moves the fault down the ladder (the expectation is a lower "
+            "bound): %s" % "; ".join(cases),
+            "HA73-025 使用约束; %s" % R.CONSTRAINTS_26.source,
         )
     ]
 

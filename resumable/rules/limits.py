@@ -27,7 +27,7 @@ from .base import WARNING, Finding, job_rule
 #: the strategies of process-level rescheduling (the page's recover and recover-in-place)
 RESCHEDULING_STRATEGIES = ("recover", "recover-in-place")
 #: the 26.x page of process-level rescheduling, where its constraints are
-GUIDE_26 = "DZ:04_usage/04_fault_recovery/01_resumable_training/01_solutions_principles/01_fault_handling.md"
+GUIDE_26 = R.GUIDE_26_CONSTRAINTS
 
 
 def _rescheduling(f: JobFacts) -> List[str]:
@@ -82,7 +82,7 @@ def ranktable_configmap(profile: Profile, f: JobFacts) -> Iterable[Finding]:
 @job_rule(
     "process-level-versions",
     "Process-level rescheduling of PyTorch uses the torch and MindSpeed-LLM versions it is documented with",
-    "HA71-025 使用约束; HA72-025 使用约束; HA73-025 使用约束; %s (使用约束)" % GUIDE_26,
+    "HA71-025 使用约束; HA72-025 使用约束; HA73-025 使用约束; %s" % GUIDE_26,
     severity=WARNING,
 )
 def process_level_versions(profile: Profile, f: JobFacts) -> Iterable[Finding]:
@@ -147,7 +147,7 @@ def process_level_affinity(profile: Profile, f: JobFacts) -> Iterable[Finding]:
 @job_rule(
     "process-level-a3-faults",
     "On Atlas A3 an NPU card drop or an OS disconnect can make process-level rescheduling fail",
-    "HA70-025 使用约束; HA73-025 使用约束; %s (使用约束)" % GUIDE_26,
+    "HA70-025 使用约束; HA73-025 使用约束; %s" % GUIDE_26,
     severity=WARNING,
 )
 def process_level_a3_faults(profile: Profile, f: JobFacts) -> Iterable[Finding]:
