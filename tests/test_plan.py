@@ -563,6 +563,8 @@ def test_under_taskd_the_budget_detects_at_taskds_own_tick_whatever_monitor_inte
         assert {_detect(job, level) for level in job.levels} == {1.0}
         (note,) = [n for n in job.launcher.notes if n.text.startswith("the agent looks at the training processes")]
         assert "TaskD's agent loop" in note.text and "pt_agent.py:68-73" in note.source
+        # both figures: TaskD's 1 s against what torchrun's own loop would do for this torch
+        assert "torchrun's own loop would look every 0.1 s (torch 2.7.1)" in note.text
         assert ("passed as the profile asks but not read" in note.text) == (interval is not None)
 
 

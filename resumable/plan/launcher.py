@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import constants as C
 from ..envderived import mindio_ttp_port, taskd_process_enable
-from ..facts import JobFacts
+from ..facts import JobFacts, torch_monitor_default
 from .model import (
     BudgetLine,
     EnvVar,
@@ -82,7 +82,11 @@ def monitor_note(f: JobFacts) -> Note:
     tick = f.monitor
     r = f.job.recovery
     if not tick.reads_option:
-        text = "the agent looks at the training processes every %g s: %s" % (tick.seconds, tick.what)
+        default, basis = torch_monitor_default(f.torch)
+        text = (
+            "the agent looks at the training processes every %g s: %s; torchrun's own loop would look every %g s "
+            "(%s), but no setting changes TaskD's" % (tick.seconds, tick.what, default, basis)
+        )
         if r.monitor_interval is not None:
             text += "; --monitor_interval=%g is passed as the profile asks but not read" % r.monitor_interval
         return Note(text, tick.source)
