@@ -5,7 +5,8 @@ Each trial starts the checkpointing training job of the runtime tests (tests/fix
 train_ckpt.py: 2 workers, gloo, a checkpoint every 5 steps), waits for step 12 plus a random delay,
 SIGKILLs rank 1 and measures until rank 0 logs its first step of the restarted group.
 
-Four variants: the plan's settings (``--monitor_interval`` of examples/pytorch-process-recovery.yaml),
+Four variants: the plan's settings (``--monitor_interval`` of examples/pytorch-process-recovery.yaml; none
+since issue 31, so the plan's command line is torch's default's),
 the same with warm workers (``recovery.warm_workers``: the restarted workers are forked from a process
 that imported torch; the kill comes once that process is ready), the vendor default
 (``monitor_interval`` 5 s, RTO 表2) and torch's own default (no ``--monitor_interval``: 0.1 s in torch

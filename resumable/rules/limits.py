@@ -42,7 +42,7 @@ def _under(path: str, mount: str) -> bool:
 @job_rule(
     "ranktable-configmap",
     "Pod- and process-level rescheduling do not read the RankTable from a ConfigMap",
-    "HA73-025 使用约束; HA73-024 Restrictions; %s (使用约束); RT06" % GUIDE_26,
+    "HA73-025 使用约束; HA73-024 Restrictions; %s; RT06" % GUIDE_26,
     severity=WARNING,
 )
 def ranktable_configmap(profile: Profile, f: JobFacts) -> Iterable[Finding]:
@@ -116,7 +116,7 @@ def process_level_versions(profile: Profile, f: JobFacts) -> Iterable[Finding]:
 @job_rule(
     "process-level-affinity",
     "Process-level rescheduling moves one container, not a group kept together by affinity",
-    "HA73-025 使用约束; %s (使用约束); MC:@v7.3.0 component/ascend-for-volcano/internal/rescheduling/"
+    "HA73-025 使用约束; %s; MC:@v7.3.0 component/ascend-for-volcano/internal/rescheduling/"
     "job.go:239-257" % GUIDE_26,
     severity=WARNING,
 )
