@@ -116,8 +116,7 @@ def process_level_versions(profile: Profile, f: JobFacts) -> Iterable[Finding]:
 @job_rule(
     "process-level-affinity",
     "Process-level rescheduling moves one container, not a group kept together by affinity",
-    "HA73-025 使用约束; %s; MC:@v7.3.0 component/ascend-for-volcano/internal/rescheduling/"
-    "job.go:239-257" % GUIDE_26,
+    "HA73-025 使用约束; %s; MC:@v7.3.0 component/ascend-for-volcano/internal/rescheduling/job.go:239-257" % GUIDE_26,
     severity=WARNING,
 )
 def process_level_affinity(profile: Profile, f: JobFacts) -> Iterable[Finding]:
