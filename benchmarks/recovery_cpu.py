@@ -5,7 +5,8 @@ Each trial starts the checkpointing training job of the runtime tests (tests/fix
 train_ckpt.py: 2 workers, gloo, a checkpoint every 5 steps), waits for step 12 plus a random delay,
 SIGKILLs rank 1 and measures until rank 0 logs its first step of the restarted group.
 
-Four variants: the plan's settings (``--monitor_interval`` of examples/pytorch-process-recovery.yaml),
+Four variants: the plan's settings (``--monitor_interval`` of examples/pytorch-process-recovery.yaml; none
+since issue 31, so the plan's command line is torch's default's),
 the same with warm workers (``recovery.warm_workers``: the restarted workers are forked from a process
 that imported torch; the kill comes once that process is ready), the vendor default
 (``monitor_interval`` 5 s, RTO 表2) and torch's own default (no ``--monitor_interval``: 0.1 s in torch
@@ -59,14 +60,17 @@ FAULT_AT_STEP = 12
 PHASE_SPAN = float(DEFAULT_MONITOR_INTERVAL)
 
 
-def plan_monitor_interval() -> int:
+def plan_monitor_interval() -> Optional[float]:
+    """The --monitor_interval the example's plan passes to torchrun; None: not passed (torchrun's own default)."""
     from resumable.api import job_plan, load_plan
     from resumable.plan.model import TorchrunOptions
 
     config = job_plan(load_plan(EXAMPLE)).launcher.config
-    if isinstance(config, TorchrunOptions) and config.monitor_interval is not None:
-        return config.monitor_interval
-    return DEFAULT_MONITOR_INTERVAL
+    return config.monitor_interval if isinstance(config, TorchrunOptions) else None
+
+
+def monitor_label(interval: Optional[float]) -> str:
+    return "no --monitor_interval" if interval is None else "monitor_interval %g" % interval
 
 
 def jsonl(path: str) -> List[Dict[str, Any]]:
@@ -101,7 +105,9 @@ def phases(timeline: str) -> Dict[str, float]:
     return out
 
 
-def trial(monitor: Optional[int], torch_version: str, work: str, delay: float, warm: bool = False) -> Dict[str, float]:
+def trial(
+    monitor: Optional[float], torch_version: str, work: str, delay: float, warm: bool = False
+) -> Dict[str, float]:
     profile = os.path.join(work, "profile.yaml")
     with open(profile, "w", encoding="utf-8") as handle:
         handle.write(cpu_profile(name="bench", max_restarts=3, monitor=monitor, torch=torch_version, warm=warm))
@@ -187,7 +193,7 @@ def main() -> int:
         print("torch is not installed (make test-venv installs torch==2.13.0)", file=sys.stderr)
         return 2
     plan_mi = plan_monitor_interval()
-    settings: Dict[str, Optional[int]] = {
+    settings: Dict[str, Optional[float]] = {
         "plan": plan_mi,
         "warm": plan_mi,
         "default": DEFAULT_MONITOR_INTERVAL,
@@ -243,7 +249,7 @@ def main() -> int:
     )
     print("  median fault -> first resumed step (quartiles), same random kill phase per round:")
     labels = (
-        ("plan", "plan (monitor_interval %d)" % plan_mi),
+        ("plan", "plan (%s)" % monitor_label(plan_mi)),
         ("warm", "plan + warm workers"),
         ("default", "default (monitor_interval %d)" % DEFAULT_MONITOR_INTERVAL),
         ("torch", "torch default (no --monitor_interval)"),

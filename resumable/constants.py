@@ -236,9 +236,28 @@ RUNPY_IMPORTS_KNOWN = (RUNPY_IMPORT_TASKD, RUNPY_IMPORT_MINDX_ELASTIC)
 MAX_RESTARTS_UNDER_AGENT = 32767
 #: The torchrun --monitor_interval RTO 表2 gives as the default, in seconds: "不配置该参数时默认为5秒".
 #: A profile that leaves it unset does not get it: the plan does not pass the option, so torchrun's own
-#: default applies (0.1 s in torch 2.13's torch/distributed/run.py, TORCH; 5 s in older torch releases).
-#: The recovery budget counts this as the most a process fault then waits for the agent's next look.
+#: default applies (:data:`TORCH_MONITOR_INTERVAL`). RTO 表2 also calls the value an integer; torch reads
+#: a float (TORCH torch/distributed/run.py ``--monitor-interval`` type=float in every release MindCluster
+#: supports, 2.1.0 to 2.7.1, RT07 Table 1), so the profile takes a number (issue 31).
 MONITOR_INTERVAL_DEFAULT = 5
+#: torchrun's own --monitor_interval when the option is not passed: 0.1 s from torch 2.4 (pytorch/pytorch
+#: pull 124692, "torchelastic: change monitor_interval default to 0.1"), 5 s in torch 2.1 to 2.3
+#: (TORCH torch/distributed/run.py; :data:`resumable.releases.TORCH_FAST_MONITOR`).
+TORCH_MONITOR_INTERVAL = 0.1
+TORCH_MONITOR_INTERVAL_BEFORE = 5.0
+#: From 7.3.0 TaskD's patch of torch elastic (``import taskd.python.adaptor.patch`` in run.py) replaces
+#: SimpleElasticAgent._invoke_run with TaskD's own agent loop, which looks at the training processes every
+#: MONITOR_INTERVAL = 1 s and never reads torchrun's --monitor_interval
+#: (MC:@v7.3.0 component/taskd/taskd/python/adaptor/patch/torch_patch.py:282-303 (patch_invoke_run, patch_torch_method),
+#: .../framework/agent/pt_agent/pt_agent.py:68-73 invoke_run, .../toolkit/constants/constants.py:153;
+#: the same in MC:@v26.1.0, constants.py:154).
+TASKD_MONITOR_SECONDS = 1.0
+TASKD_MONITOR_SOURCE = (
+    "MC:@v7.3.0 component/taskd/taskd/python/adaptor/patch/torch_patch.py:282-303 (patch_invoke_run); "
+    "MC:@v7.3.0 component/taskd/taskd/python/framework/agent/pt_agent/pt_agent.py:68-73; "
+    "MC:@v7.3.0 component/taskd/taskd/python/toolkit/constants/constants.py:153; "
+    "MC:@v26.1.0 component/taskd/taskd/python/toolkit/constants/constants.py:154"
+)
 #: The agent looks at its workers once per monitor interval (TORCH torch/distributed/elastic/agent/server/api.py
 #: SimpleElasticAgent._invoke_run: sleep(monitor_interval), then _monitor_workers); the derived hang timeout
 #: is at least this many ticks (PROJECT), an unset monitor_interval (torchrun's own default) counted as 1 s

@@ -26,6 +26,7 @@ SECTIONS = [
     ("env", "Environment the plan owns"),
     ("rescheduling", "Job- and Pod-level rescheduling"),
     ("process", "Process-level recovery"),
+    ("limits", "Documented limits of process-level rescheduling"),
     ("compile", "Operator compilation"),
     ("timing", "Timeouts, grace periods and ranges"),
     ("network", "Host network"),

@@ -13,7 +13,7 @@ written and name the env entry when that is where it came from (:meth:`JobFacts.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from . import constants as C
 from . import releases as R
@@ -119,6 +119,19 @@ class JobFacts:
         """An in-container agent restarts processes (see :func:`agent_in_container`)."""
         return agent_in_container(self.process_level, self.pod_level, self.hot_switch, self.graceful)
 
+    @property
+    def taskd_agent_loop(self) -> bool:
+        """TaskD's patch of torch elastic runs the agent loop: from 7.3.0 ``import taskd.python.adaptor.patch``
+        in run.py replaces SimpleElasticAgent._invoke_run for PyTorch jobs with an in-container agent, and
+        its loop never reads --monitor_interval (C.TASKD_MONITOR_SOURCE)."""
+        torchrun = self.is_pytorch and self.job.launcher != "msrun"
+        return self.uses_taskd and torchrun and self.at_least(R.TASKD_RUNPY_PATCH)
+
+    @property
+    def monitor(self) -> MonitorTick:
+        """How often the in-container agent looks at the training processes (see :func:`monitor_tick`)."""
+        return monitor_tick(self)
+
     def at_least(self, gate: R.Gate) -> bool:
         return R.at_least(self.release, gate)
 
@@ -128,6 +141,66 @@ class JobFacts:
         if name is not None:
             return "%s.env.%s" % (self.path, name)
         return "%s.%s" % (self.path, field)
+
+
+class MonitorTick(NamedTuple):
+    """The interval at which the process that watches the training processes looks at them: a process
+    that fails waits up to one interval before it is seen."""
+
+    seconds: float
+    #: who looks, and where the figure comes from (for messages)
+    what: str
+    source: str
+    #: torchrun's loop reads recovery.monitor_interval (False under TaskD's loop and for msrun)
+    reads_option: bool
+    #: torchrun's own default for the image's torch where its loop runs (None where another loop runs)
+    torch_default: Optional[float] = None
+    #: the torch version that default is for, or why it is assumed
+    torch_basis: str = ""
+
+
+def torch_monitor_default(torch: Optional[Version]) -> Tuple[float, str]:
+    """torchrun's --monitor_interval when the option is not passed, for ``torch`` (C.TORCH_MONITOR_INTERVAL:
+    0.1 s from torch 2.4, 5 s before), and the basis of the figure. An undeclared torch counts as the older
+    default, 5 s: the most a fault can wait on any torch MindCluster supports (2.1.0 to 2.7.1, RT07 Table 1)."""
+    if torch is None:
+        return C.TORCH_MONITOR_INTERVAL_BEFORE, "image.torch not declared: the older default, the most it can be"
+    if R.at_least(torch, R.TORCH_FAST_MONITOR):
+        return C.TORCH_MONITOR_INTERVAL, "torch %s" % torch
+    return C.TORCH_MONITOR_INTERVAL_BEFORE, "torch %s, before %s" % (torch, R.TORCH_FAST_MONITOR.since)
+
+
+def monitor_tick(f: JobFacts) -> MonitorTick:
+    """The agent's monitor interval for ``f``: TaskD's own 1 s loop where its patch runs (it ignores
+    --monitor_interval); otherwise torchrun's loop at recovery.monitor_interval, or torchrun's own default
+    for the image's torch when the profile leaves it unset. msrun has no such option (MS-MSRUN): None."""
+    if f.taskd_agent_loop:
+        return MonitorTick(
+            C.TASKD_MONITOR_SECONDS,
+            "TaskD's agent loop (its patch of torch elastic replaces torchrun's monitor loop and never reads "
+            "--monitor_interval)",
+            C.TASKD_MONITOR_SOURCE,
+            reads_option=False,
+        )
+    default, basis = torch_monitor_default(f.torch)
+    interval = f.job.recovery.monitor_interval
+    if interval is not None:
+        return MonitorTick(
+            float(interval),
+            "torchrun's monitor loop at %s (%g s)" % (f.where("recovery.monitor_interval"), interval),
+            "TORCH elastic agent _invoke_run; RTO 表2 (--monitor_interval)",
+            reads_option=True,
+            torch_default=default,
+            torch_basis=basis,
+        )
+    return MonitorTick(
+        default,
+        "torchrun's monitor loop at its own default (%g s, %s)" % (default, basis),
+        R.TORCH_FAST_MONITOR.source,
+        reads_option=True,
+        torch_default=default,
+        torch_basis=basis,
+    )
 
 
 def adapter_of(image: Image) -> Adapter:

@@ -60,6 +60,9 @@ ACCELERATOR_TYPES: Dict[str, AcceleratorType] = {
     )
 }
 
+#: The Atlas A3 training products ("Atlas A3 训练系列产品" of the constraints pages, e.g. HA73-025).
+A3_TYPES = ("module-a3-16", "module-a3-16-super-pod", "module-a3-8-super-pod")
+
 #: Chip values users write for products whose ring-controller.atlas is another value: Atlas A3
 #: (sold as "910C") and A2 ("910B1" to "910B4") chips are ascend-910b; Atlas 800 ("910A") is
 #: ascend-910 (YAMLCFG ring-controller.atlas).

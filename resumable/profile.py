@@ -448,14 +448,16 @@ class Recovery:
             maximum=C.MAX_RESTARTS_UNDER_AGENT,
         ),
     )
-    monitor_interval: Optional[int] = field(
+    monitor_interval: Optional[float] = field(
         default=None,
         metadata=spec(
-            "torchrun --monitor_interval in seconds, an integer; null = not passed, so torchrun's own default "
-            "applies (0.1 s in torch 2.13, TORCH; RTO 表2 gives %d s, which the recovery budget counts as the "
-            "upper bound). The range 1 to 3600 is this project's limit (PROJECT). torchrun only: msrun has no "
-            "such option (MS-MSRUN)." % C.MONITOR_INTERVAL_DEFAULT,
-            minimum=1,
+            "torchrun --monitor_interval in seconds, a number (torch reads a float; RTO 表2 calls it an integer, "
+            "which torch never required); null = not passed, so torchrun's own default applies: 0.1 s from torch "
+            "2.4, 5 s before (TORCH; RTO 表2 gives %d s). Not read where TaskD's patch of torch elastic runs the "
+            "agent loop (PyTorch Pod- or process-level recovery from MindCluster 7.3.0): that loop looks every "
+            "1 s (docs/runtime.md). The range 0.01 to 3600 is this project's limit (PROJECT). torchrun only: "
+            "msrun has no such option (MS-MSRUN)." % C.MONITOR_INTERVAL_DEFAULT,
+            minimum=0.01,
             maximum=3600,
         ),
     )

@@ -140,6 +140,31 @@ DEVICE_RESET_TIMEOUT_600 = Gate(
 #: Known issue of 26.1.0: process-level rescheduling may hit a gloo segmentation fault after repeated
 #: reschedules (about 0.00125); keep Job/Pod rescheduling as the fallback.
 PROCESS_LEVEL_GLOO_SEGFAULT = Gate("26.1", "MC:@v26.1.0 docs/zh/release_notes.md:285")
+#: the share of process-level reschedules that end that way on the 26.1 line, as the release notes give it
+PROCESS_LEVEL_GLOO_SEGFAULT_SHARE = 0.00125
+#: The constraints page of process-level rescheduling names the faults during HCCL link setup (建链) as one it
+#: cannot recover and points to 配置HCCL主动触发建链 (set the links up at initialisation) from 7.2.RC1; the
+#: 7.0.RC1 page does not have it.
+HCCL_LINK_SETUP = Gate(
+    "7.2.RC1",
+    "HA72-025 使用约束; HA73-025 使用约束; HA73-120; DZ:04_usage/04_fault_recovery/01_resumable_training/"
+    "03_configuration/02_configuring_training_recovery.md (配置HCCL主动触发建链)",
+)
+#: The constraints of process-level rescheduling in the 26.x user guide (the repository's docs, master).
+GUIDE_26_CONSTRAINTS = (
+    "DZ:04_usage/04_fault_recovery/01_resumable_training/01_solutions_principles/01_fault_handling.md "
+    "(进程级别重调度 使用约束)"
+)
+#: What the 26.x guide adds to the constraints: a fault during a checkpoint save is not recovered
+#: ("不支持在保存Checkpoint期间触发进程级别重调度"), no IPv6.
+CONSTRAINTS_26 = Gate("26.0.0", GUIDE_26_CONSTRAINTS)
+#: From the 26.x user guide a fault on the rank-0 pod (annotation hccl/rankIndex 0) goes to job-level
+#: rescheduling only "且需迁移容器时" (when its container must move): recover-in-place, which restarts the
+#: process in its container, then takes it. Up to 7.3 the page sends every rank-0 pod fault to job level.
+RANK0_MOVES_ONLY = Gate("26.0.0", GUIDE_26_CONSTRAINTS + "; HA73-025 使用约束")
+#: For MindSpore the 26.x guide adds "受框架机制限制，进程级重调度存在极小概率失败风险" (a small chance that
+#: process-level rescheduling fails) to the constraints.
+MINDSPORE_PROCESS_LEVEL_RISK = Gate("26.0.0", GUIDE_26_CONSTRAINTS)
 #: seconds between two hang checks and hits before the report (hang_detector.go:46; hang_config.go:52)
 HANG_CHECK_SECONDS = 60
 HANG_CHECK_HITS = 5
@@ -175,6 +200,40 @@ PREFIX_STORE_TORCH = Gate("2.6.0", "HA72-075; TORCH rendezvous.py _create_c10d_s
 #: The release line (major.minor) whose guide edits rendezvous.py in the image for that store
 #: (HA72-075); later lines leave it to the TaskD patch (:data:`TASKD_RUNPY_PATCH`).
 RENDEZVOUS_EDIT_LINE = Gate("7.2", "HA72-075")
+
+#: torchrun's own --monitor_interval default is 0.1 s from torch 2.4 (5 s before): TORCH run.py, pytorch/pytorch
+#: pull 124692 (merged April 2024, in torch 2.4.0).
+TORCH_FAST_MONITOR = Gate("2.4.0", "TORCH torch/distributed/run.py --monitor-interval (pull 124692, torch 2.4)")
+
+
+class DocumentedVersions(NamedTuple):
+    """The versions the constraints page of process-level rescheduling (进程级重调度支持的版本配套关系)
+    names for PyTorch jobs from a release on; None where the page names no version (7.2.RC1: MindSpeed-LLM
+    "master"; 26.x: torch, MindSpeed-LLM "2.3.0" by its own version table)."""
+
+    since: str
+    torch: Optional[str]
+    mindspeed_llm: Optional[str]
+    source: str
+
+
+#: newest last; a release takes the last row at or below it
+PROCESS_LEVEL_VERSIONS: Tuple[DocumentedVersions, ...] = (
+    DocumentedVersions("7.1.RC1", "2.1.0", None, "HA71-025 使用约束"),
+    DocumentedVersions("7.2.RC1", "2.7.1", None, "HA72-025 使用约束"),
+    DocumentedVersions("7.3.0", "2.7.1", "2.3.0", "HA73-025 使用约束"),
+    DocumentedVersions("26.0.0", None, "2.3.0", GUIDE_26_CONSTRAINTS),
+)
+
+
+def process_level_versions(release: Version) -> Optional[DocumentedVersions]:
+    """The versions process-level rescheduling is documented with on ``release`` (None before 7.1.RC1)."""
+    found: Optional[DocumentedVersions] = None
+    for row in PROCESS_LEVEL_VERSIONS:
+        if release >= Version(row.since):
+            found = row
+    return found
+
 
 #: MindSpore op_compile (the framework's equivalent of torch.npu.set_compile_mode) exists from
 #: MindSpore 2.5.0 (MS-OPCOMPILE).

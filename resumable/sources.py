@@ -245,6 +245,13 @@ _ROWS: List[Source] = [
         "7.0.RC1",
     ),
     Source(
+        "HA70-025",
+        "MindCluster 7.0.RC1: process-level rescheduling",
+        _HA + "zh/mindcluster/70rc1/clustersched/dlug/dl_resume_025.html",
+        "使用约束 (constraints)",
+        "7.0.RC1",
+    ),
+    Source(
         "HA71-025",
         "MindCluster 7.1.RC1: process-level rescheduling",
         _HA + "zh/mindcluster/71RC1/clustersched/dlug/dl_resume_025.html",
@@ -266,10 +273,31 @@ _ROWS: List[Source] = [
         "7.2.RC1",
     ),
     Source(
+        "HA72-025",
+        "MindCluster 7.2.RC1: process-level rescheduling",
+        _HA + "zh/mindcluster/72rc1/clustersched/dlug/dl_resume_025.html",
+        "使用约束 (constraints)",
+        "7.2.RC1",
+    ),
+    Source(
+        "HA73-024",
+        "MindCluster 7.3.0: Pod-level rescheduling",
+        _HA + "en/mindcluster/730/clustersched/schedulingug/dl_resume_024.html",
+        "Restrictions",
+        "7.3.0",
+    ),
+    Source(
         "HA73-025",
         "MindCluster 7.3.0: process-level rescheduling",
         _HA + "zh/mindcluster/730/clustersched/dlug/dl_resume_025.html",
         "使用约束 (constraints)",
+        "7.3.0",
+    ),
+    Source(
+        "HA73-120",
+        "MindCluster 7.3.0: HCCL link setup at initialisation (配置HCCL主动触发建链)",
+        _HA + "zh/mindcluster/730/clustersched/dlug/dl_resume_120.html",
+        "PyTorch单算子场景",
         "7.3.0",
     ),
     Source(

@@ -76,7 +76,8 @@ def test_process_recovery_json_has_every_acceptance_item() -> None:
     assert job["launcher"]["taskd_manager"]["where"] == "rank0"
     assert job["launcher"]["taskd_manager"]["condition"] == '[[ "${RANK}" == 0 ]]'
     assert any(p.endswith("taskd/python/cython_api/libs/libtaskd.so") for p in job["launcher"]["ld_preload"])
-    assert "--monitor_interval=1" in job["launcher"]["args"]
+    # issue 31: TaskD's loop reads no --monitor_interval, so the example passes none
+    assert not [a for a in job["launcher"]["args"] if a.startswith("--monitor_interval")]
     assert plan["scheduler"]["hot_reset"] == 2
 
 
@@ -506,19 +507,20 @@ def _hang(plan: Plan) -> Any:
 
 
 def test_hang_timeout_is_derived_from_the_floor_and_the_monitor_interval() -> None:
-    # the example: monitor_interval 1, so the floor (60 s) decides; HCCL_EXEC_TIMEOUT is far above it
+    # the example: TaskD's loop looks every 1 s, so the floor (60 s) decides; HCCL_EXEC_TIMEOUT is far above it
     seconds, text = _hang(plan_of("pytorch-process-recovery.yaml"))
-    assert seconds == 60 and "HCCL_EXEC_TIMEOUT" not in text and "counted as 1 s" not in text
+    assert seconds == 60 and "HCCL_EXEC_TIMEOUT" not in text and "3 x the monitor interval (1 s" in text
     assert plan_of("pytorch-process-recovery.yaml").jobs[0].launcher.heartbeat_seconds == 2.0
-    # a slow agent tick raises it: three monitor intervals
+    # under TaskD a monitor_interval is not read, so it does not move the hang timeout either
     seconds, _ = _hang(variant("pytorch-process-recovery.yaml", jobs__0__recovery__monitor_interval=40))
+    assert seconds == 60
+    # where torchrun's loop runs (no in-container agent), a slow tick raises it: three monitor intervals
+    plain = {"jobs__0__recovery__strategies": [], "jobs__0__checkpoint": {"dump": False}}
+    seconds, _ = _hang(variant("pytorch-process-recovery.yaml", jobs__0__recovery__monitor_interval=40, **plain))
     assert seconds == 120
-    # unset monitor interval (torch's 0.1 s default): the floor
-    doc = yaml.safe_load((EXAMPLES / "pytorch-process-recovery.yaml").read_text())
-    doc["jobs"][0]["recovery"].pop("monitor_interval", None)
-    unset = build_plan(parse_profile(yaml.safe_dump(doc), "x"), "x")
-    seconds, text = _hang(unset)
-    assert seconds == 60 and "an unset recovery.monitor_interval counted as 1 s" in text
+    # unset (torch 2.7.1's 0.1 s default): the floor, the tick counted as at least 1 s
+    seconds, text = _hang(variant("pytorch-process-recovery.yaml", **plain))
+    assert seconds == 60 and "(0.1 s, counted as at least 1 s)" in text
 
 
 def test_hang_timeout_from_the_profile_and_the_collective_timeout_note() -> None:
@@ -538,16 +540,109 @@ def _detect(job: JobPlan, level: str) -> float:
     return next(t.seconds for t in line.terms if t.name == "detect")
 
 
-@pytest.mark.parametrize("interval", [None, 1, 10])
+@pytest.mark.parametrize("interval", [None, 1, 10, 0.5])
 def test_the_budget_detects_within_the_monitor_interval(interval: Any) -> None:
-    doc = yaml.safe_load((EXAMPLES / "pytorch-process-recovery.yaml").read_text(encoding="utf-8"))
+    """Where torchrun's loop runs (the legacy Elastic Agent's Pod-level rescheduling) the detection term is
+    the monitor interval; unset, torchrun's own default for the image's torch (5 s on its torch 2.1.0)."""
+    doc = yaml.safe_load((EXAMPLES / "legacy-6.0-pod-rescheduling.yaml").read_text(encoding="utf-8"))
     doc["jobs"][0]["recovery"]["monitor_interval"] = interval
     job = build_plan(parse_profile(yaml.safe_dump(doc), "x"), "x").jobs[0]
-    expected = 5.0 if interval is None else float(interval)  # unset: torchrun's default, at most RTO 表2's 5 s
-    assert _detect(job, "recover") == expected
+    expected = 5.0 if interval is None else float(interval)
+    assert _detect(job, "pod") == expected
     assert job.launcher.config.monitor_interval == interval  # type: ignore[union-attr]
     flags = [o for o in job.launcher.options if o.startswith("--monitor_interval")]
-    assert flags == ([] if interval is None else ["--monitor_interval=%d" % interval])
+    assert flags == ([] if interval is None else ["--monitor_interval=%g" % interval])
+    # torch 2.4 and later: 0.1 s; an image whose torch is not declared: the older default, the most it can be
+    doc["jobs"][0]["recovery"]["monitor_interval"] = None
+    for torch, seconds in (("2.4.0", 0.1), (None, 5.0)):
+        doc["jobs"][0]["image"]["torch"] = torch
+        job = build_plan(parse_profile(yaml.safe_dump(doc), "x"), "x").jobs[0]
+        assert _detect(job, "pod") == seconds, torch
+
+
+def test_under_taskd_the_budget_detects_at_taskds_own_tick_whatever_monitor_interval_says() -> None:
+    """issue 31: TaskD's patch of torch elastic replaces torchrun's loop with one that looks every 1 s
+    (MC:@v7.3.0 .../pt_agent.py:68-73); --monitor_interval is not read there."""
+    for interval in (None, 10):
+        job = variant("pytorch-process-recovery.yaml", jobs__0__recovery__monitor_interval=interval).jobs[0]
+        assert {_detect(job, level) for level in job.levels} == {1.0}
+        (note,) = [n for n in job.launcher.notes if n.text.startswith("the agent looks at the training processes")]
+        assert "TaskD's agent loop" in note.text and "pt_agent.py:68-73" in note.source
+        # both figures: TaskD's 1 s against what torchrun's own loop would do for this torch
+        assert "torchrun's own loop would look every 0.1 s (torch 2.7.1)" in note.text
+        assert ("passed as the profile asks but not read" in note.text) == (interval is not None)
+
+
+def test_expected_time_per_fault_weighs_each_level_by_the_share_of_faults_it_takes() -> None:
+    """issue 31: one fault in N pods is on the rank-0 pod, which skips Pod- and process-level rescheduling
+    (HA73-025); recover-in-place takes an assumed half of what reaches it; the expectation is the weighted
+    sum, printed by `resumable plan` and in its JSON."""
+    b = plan_of("pytorch-process-recovery.yaml").jobs[0].budget  # 4 pods, 7.3.0
+    totals = {line.level: line.total_seconds for line in b.ladder}
+    shares = {s.level: s.share for s in b.shares}
+    assert shares == pytest.approx({"recover-in-place": 0.375, "recover": 0.375, "job": 0.25})
+    assert b.unrecovered_share == 0
+    expected = 0.375 * totals["recover-in-place"] + 0.375 * totals["recover"] + 0.25 * totals["job"]
+    assert b.expected_seconds is not None and b.expected_seconds == pytest.approx(expected, abs=0.1)
+    assert b.expected_saving_seconds == pytest.approx(b.baseline.total_seconds - expected, abs=0.1)
+    # far from the best level: the rank-0 share alone costs the job-level time
+    assert b.expected_seconds > 2 * min(totals.values())
+    (job_share,) = [s for s in b.shares if s.level == "job"]
+    assert "rank-0 pod" in job_share.why and "HA73-025" in job_share.source
+    (typed,) = [s for s in b.shares if s.level == "recover-in-place"]
+    assert "assumed 50%" in typed.why and "PROJECT (assumption" in typed.source
+    # the JSON and the text
+    budget = plan_json("pytorch-process-recovery.yaml")["jobs"][0]["budget"]
+    assert budget["expected_seconds"] == b.expected_seconds
+    assert [s["level"] for s in budget["shares"]] == ["recover-in-place", "recover", "job"]
+    text = subprocess.run(
+        [sys.executable, "-m", "resumable", "plan", str(EXAMPLES / "pytorch-process-recovery.yaml")],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert "expected per fault: %.1f min = 37.5%% recover-in-place" % (b.expected_seconds / 60) in text
+
+
+@pytest.mark.parametrize(
+    "nodes,release,expected",
+    [
+        (1, "7.3.0", {"job": 1.0}),  # the only pod is the rank-0 pod
+        (8, "7.3.0", {"recover-in-place": 0.4375, "recover": 0.4375, "job": 0.125}),
+        # from the 26.x guide the rank-0 pod goes to job level only where its container must move
+        (4, "26.0.0", {"recover-in-place": 0.5, "recover": 0.375, "job": 0.125}),
+    ],
+)
+def test_the_rank0_share_follows_the_pods_and_the_release(nodes: int, release: str, expected: Dict[str, float]) -> None:
+    plan = variant("pytorch-process-recovery.yaml", jobs__0__nodes=nodes, cluster__mindcluster=release)
+    shares = {s.level: s.share for s in plan.jobs[0].budget.shares}
+    assert shares == pytest.approx(expected)
+
+
+def test_the_documented_fallback_share_of_2610_moves_faults_down_the_ladder() -> None:
+    """MindCluster 26.1's release notes: about 0.00125 of process-level reschedules end in a gloo
+    segmentation fault; that share falls to the next level (here dump)."""
+    plan = variant("pytorch-process-recovery.yaml", cluster__mindcluster="26.1.0")
+    shares = {s.level: s.share for s in plan.jobs[0].budget.shares}
+    g = 0.00125
+    # the other 3 pods' faults (0.75): in place takes half of them but g, recover the rest but g, dump the g of that
+    assert shares["dump"] == pytest.approx(0.75 * (0.5 + 0.5 * g) * g, rel=1e-3)
+    assert sum(shares.values()) == pytest.approx(1.0)
+
+
+def test_without_job_level_rescheduling_some_faults_are_not_recovered() -> None:
+    from resumable.facts import job_facts
+    from resumable.plan.budget import budget, expected_level
+
+    profile = parse_profile((EXAMPLES / "pytorch-process-recovery.yaml").read_text(encoding="utf-8"), "x")
+    f = dataclasses.replace(job_facts(profile, 0), job_level=False)
+    b = budget(f, f.job)
+    assert b.unrecovered_share == pytest.approx(0.25)  # the rank-0 pod's faults
+    assert b.expected_seconds is not None and all(s.level != "job" for s in b.shares)
+    assert expected_level(["recover", "job"], rank0_pod=True) == "job"
+    assert expected_level(["recover-in-place", "recover", "job"], rank0_pod=False) == "recover-in-place"
+    assert expected_level(["retry", "recover", "pod", "job"], rank0_pod=False) == "recover"
+    assert expected_level(["retry", "recover"], rank0_pod=True) is None
 
 
 def test_the_plan_json_shows_the_typed_launcher_options_as_its_command_line() -> None:
@@ -557,3 +652,28 @@ def test_the_plan_json_shows_the_typed_launcher_options_as_its_command_line() ->
     assert launcher["options"] == job.launcher.config.argv()
     assert launcher["args"] == [*launcher["options"], launcher["script"], *launcher["script_args"]]
     assert job.to_dict()["command"] == ["resumable", "launch", "--", launcher["script"], *launcher["script_args"]]
+
+
+def _notes(plan: Plan) -> List[Any]:
+    job = plan.jobs[0]
+    return [*job.notes, *job.image.notes, *job.launcher.notes]
+
+
+def test_the_plan_recommends_hccl_link_setup_at_initialisation_where_the_guide_documents_it() -> None:
+    """issue 31: a fault while HCCL links are set up makes process-level rescheduling fail; from 7.2.RC1 the
+    guide's avoidance is to set every link up at initialisation (配置HCCL主动触发建链, HA73-120): the
+    training script's job, so the plan recommends it with its source."""
+    (note,) = [n for n in _notes(plan_of("pytorch-process-recovery.yaml")) if n.text.startswith("recommended: set")]
+    assert "dispatch one collective" in note.text and "HA73-120" in note.source and "HA72-025" in note.source
+    older = variant("pytorch-process-recovery.yaml", cluster__mindcluster="7.1.RC1")
+    assert not [n for n in _notes(older) if n.text.startswith("recommended: set")]
+    assert not [n for n in _notes(plan_of("pytorch-pod-rescheduling.yaml")) if n.text.startswith("recommended: set")]
+    # what no profile field says (the model) is a note, with the constraints page as its source
+    (models,) = [n for n in _notes(plan_of("pytorch-process-recovery.yaml")) if "no multimodal model" in n.text]
+    assert "Megatron-based models in PyTorch single-operator mode" in models.text and "HA73-025" in models.source
+
+
+def test_mindspore_process_level_on_26x_notes_its_documented_risk() -> None:
+    on_26 = variant("mindspore-process-recovery.yaml", cluster__mindcluster="26.0.0")
+    assert [n for n in _notes(on_26) if "very small chance of failing" in n.text]
+    assert not [n for n in _notes(plan_of("mindspore-process-recovery.yaml")) if "very small chance" in n.text]

@@ -47,7 +47,6 @@ jobs:
       fault_scheduling: grace
       fault_retry_times: 10
       strategies: [recover, recover-in-place, dump, exit]
-      monitor_interval: 1
     compile: {mode: cache}
     checkpoint: {dump: true}
 """
@@ -444,7 +443,12 @@ CASES: Dict[str, Tuple[List[Tuple[Dict[str, Any], str]], Dict[str, Any]]] = {
                 J + "recovery.max_restarts",
             ),
             (
-                {J + "image.framework": "mindspore", J + "image.mindspore": "2.7.0", J + "launcher": "msrun"},
+                {
+                    J + "image.framework": "mindspore",
+                    J + "image.mindspore": "2.7.0",
+                    J + "launcher": "msrun",
+                    J + "recovery.monitor_interval": 1,
+                },
                 J + "recovery.monitor_interval",
             ),
         ],
@@ -454,6 +458,26 @@ CASES: Dict[str, Tuple[List[Tuple[Dict[str, Any], str]], Dict[str, Any]]] = {
             J + "launcher": "msrun",
             J + "recovery.monitor_interval": DELETE,
         },
+    ),
+    # issue 31: torchrun's own default (0.1 s from torch 2.4) is the fastest; TaskD's loop reads no option
+    "monitor-interval": (
+        [
+            ({J + "recovery.monitor_interval": 1}, J + "recovery.monitor_interval"),  # TaskD's loop: not read
+            (
+                {J + "recovery.strategies": [], J + "checkpoint.dump": False, J + "recovery.monitor_interval": 1},
+                J + "image.torch",
+            ),
+            (
+                {
+                    J + "recovery.strategies": [],
+                    J + "checkpoint.dump": False,
+                    J + "image.torch": "2.1.0",
+                    J + "recovery.monitor_interval": 10,
+                },
+                J + "recovery.monitor_interval",
+            ),
+        ],
+        {J + "recovery.strategies": [], J + "checkpoint.dump": False, J + "recovery.monitor_interval": 0.1},
     ),
     "msrun-compile-mode": (
         [
@@ -681,6 +705,59 @@ CASES: Dict[str, Tuple[List[Tuple[Dict[str, Any], str]], Dict[str, Any]]] = {
             J + "pod.limits": {"memory": "1024Mi"},
         },
     ),
+    # issue 31: the documented limits of process-level rescheduling (rules/limits.py)
+    "ranktable-configmap": (
+        [
+            (
+                {
+                    J + "kind": "vcjob",
+                    J + "recovery.strategies": [],
+                    J + "checkpoint.dump": False,
+                    J + "recovery.pod_rescheduling": True,
+                },
+                J + "kind",
+            ),
+            (
+                {J + "volumes": [{"name": "rt", "mount_path": "/user/serverid/devindex/config", "config_map": "rt"}]},
+                J + "volumes[0]",
+            ),
+            (
+                {
+                    J + "volumes": [{"name": "rt", "mount_path": "/etc/rt", "config_map": "rt"}],
+                    J + "env": {"RANK_TABLE_FILE": "/etc/rt/hccl.json"},
+                },
+                J + "volumes[0]",
+            ),
+        ],
+        {J + "volumes": [{"name": "code", "mount_path": "/job/code", "config_map": "code"}], J + "ranktable": True},
+    ),
+    "process-level-versions": (
+        [
+            ({J + "image.torch": "2.6.0"}, J + "image.torch"),
+            ({J + "image.mindspeed_llm": "2.2.0"}, J + "image.mindspeed_llm"),
+            ({"cluster.mindcluster": "7.2.RC1", J + "image.torch": "2.6.0"}, J + "image.torch"),
+        ],
+        # 7.2.RC1 names MindSpeed-LLM "master", no version: a declared one is not judged
+        {"cluster.mindcluster": "7.2.RC1", J + "image.mindspeed_llm": "2.2.0"},
+    ),
+    "process-level-affinity": (
+        [
+            ({J + "tor_affinity": "normal-schema"}, J + "tor_affinity"),
+            (
+                {
+                    "cluster.accelerator_type": "module-a3-16-super-pod",
+                    J + "npus_per_node": 16,
+                    J + "sp_block": 32,
+                },
+                J + "sp_block",
+            ),
+        ],
+        {J + "tor_affinity": "normal-schema", J + "recovery.strategies": [], J + "checkpoint.dump": False},
+    ),
+    "process-level-a3-faults": (
+        [({"cluster.accelerator_type": "module-a3-16", J + "npus_per_node": 16}, "cluster.accelerator_type")],
+        {"cluster.accelerator_type": "module-910b-16", J + "npus_per_node": 16},
+    ),
     "hccl-exec-timeout-atlas800": (
         [({"cluster.chip": "ascend-910", J + "hccl.exec_timeout": 100}, J + "hccl.exec_timeout")],
         {"cluster.chip": "ascend-910", J + "hccl.exec_timeout": 136},
@@ -757,3 +834,24 @@ def test_a_download_without_sha256_is_an_error_as_the_image_build_refuses_it() -
     assert [(v.severity, v.paths) for v in found] == [("error", [J + "image.wheels.taskd.sha256"])]
     with_sum = evaluate(profile_with({J + "image.wheels.taskd": {"url": url, "sha256": "ab" * 32}}))
     assert not [v for v in with_sum if v.rule == "wheel-declaration"]
+
+
+def _monitor_warnings(patch: Dict[str, Any]) -> List[Any]:
+    return [v for v in evaluate(profile_with(patch)) if v.rule == "monitor-interval"]
+
+
+def test_the_monitor_interval_warning_names_both_figures() -> None:
+    """issue 31: a monitor interval above torchrun's own default says by how much, naming both figures."""
+    plain = {J + "recovery.strategies": [], J + "checkpoint.dump": False}
+    (v,) = _monitor_warnings({**plain, J + "recovery.monitor_interval": 1})
+    assert v.severity == "warning"
+    assert "every 1 s instead of its own default 0.1 s (torch 2.7.1)" in v.message
+    assert "up to 0.9 s longer" in v.message
+    # an older torch's default is 5 s: 5 is no slower, 10 is
+    old = {**plain, J + "image.torch": "2.1.0"}
+    assert not _monitor_warnings({**old, J + "recovery.monitor_interval": 5})
+    (v,) = _monitor_warnings({**old, J + "recovery.monitor_interval": 10})
+    assert "its own default 5 s (torch 2.1.0, before 2.4.0)" in v.message
+    # under TaskD's loop (PyTorch process-level on 7.3.0) the option is not read at all
+    (v,) = _monitor_warnings({J + "recovery.monitor_interval": 0.5})
+    assert "is not read" in v.message and "every 1 s" in v.message

@@ -11,13 +11,15 @@ overrides it.
 from __future__ import annotations
 
 import dataclasses
-from typing import List
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import constants as C
+from .. import hardware as H
 from .. import releases as R
 from ..facts import JobFacts
 from ..profile import Job
-from .model import BudgetLine, BudgetPlan, BudgetTerm, Note
+from ..versions import Version
+from .model import BudgetLine, BudgetPlan, BudgetTerm, LevelShare, Note
 
 #: The collective timeout a fault waits for without the watchdog (RTO 故障检测时间优化: 通常默认为30分钟).
 COLLECTIVE_TIMEOUT = 1800.0
@@ -42,28 +44,19 @@ def _schedule(pods: int) -> float:
 
 
 def _agent_detect(f: JobFacts, what: str, source: str) -> BudgetTerm:
-    """Detection where the in-container agent watches the training processes. torchrun's agent looks at
-    its workers once per monitor interval (TORCH elastic/agent/server/api.py _invoke_run), so a failed
-    process is seen between 0 and one interval after the fault: the term is the interval, the most it
-    takes: the profile's monitor_interval; unset, torchrun's own default (0.1 s in torch 2.13, 5 s in older
-    torch), counted as its upper bound, the 5 s RTO 表2 gives (C.MONITOR_INTERVAL_DEFAULT)."""
-    job = f.job
-    if job.launcher == "msrun":
+    """Detection where the in-container agent watches the training processes: it looks at them once per
+    monitor interval, so a failed process is seen between 0 and one interval after the fault; the term is
+    the interval, the most it takes (:func:`resumable.facts.monitor_tick`): TaskD's own 1 s loop where its
+    patch of torch elastic runs, else torchrun's loop at recovery.monitor_interval or, unset, at torchrun's
+    own default for the image's torch (0.1 s from torch 2.4, 5 s before or when torch is not declared)."""
+    if f.job.launcher == "msrun":
         return BudgetTerm("detect", AGENT_DETECT, what, source)
-    interval = job.recovery.monitor_interval
-    if interval is not None:
-        return BudgetTerm(
-            "detect",
-            float(interval),
-            "%s; the agent sees a failed process within recovery.monitor_interval (%d s)" % (what, interval),
-            source + "; RTO 表2 (--monitor_interval); TORCH elastic agent monitor loop",
-        )
+    tick = f.monitor
     return BudgetTerm(
         "detect",
-        float(C.MONITOR_INTERVAL_DEFAULT),
-        "%s; the agent sees a failed process within torchrun's default monitor interval (at most %d s)"
-        % (what, C.MONITOR_INTERVAL_DEFAULT),
-        source + "; RTO 表2 (monitor_interval default 5 s); TORCH elastic agent monitor loop",
+        tick.seconds,
+        "%s; the agent sees a failed process within one look of %s" % (what, tick.what),
+        "%s; %s" % (source, tick.source),
     )
 
 
@@ -225,6 +218,168 @@ def ladder(f: JobFacts) -> List[str]:
     return levels
 
 
+# --- which level takes which fault ------------------------------------------------------------------
+#: The share of the faults reaching retry or recover-in-place that are of the kinds the level handles:
+#: retry takes HBM UCE and (A3) network faults, recover-in-place process faults and RestartRequest /
+#: RestartBusiness chip faults (RT01; HA73-025); the others go on down the ladder. No published figure
+#: gives the mix of fault kinds: an assumption (PROJECT), half.
+TYPED_SHARE = 0.5
+#: Levels that move the faulty pod's container: a fault on the rank-0 pod (annotation hccl/rankIndex 0)
+#: skips them and goes straight to job-level rescheduling (HA73-025 and HA73-024 使用约束; the scheduler
+#: deletes every pod of a job whose rank-0 pod is faulty, MC:@v7.3.0 component/ascend-for-volcano/internal/
+#: rescheduling/job.go:187-190,239 isMasterFault; ClusterD never scales a faulty rank-0 pod in,
+#: MC:@v7.3.0 component/clusterd/pkg/application/recover/controller.go:1095). recover-in-place restarts the
+#: process in its container: up to 7.3 the page sends it to job level too, from the 26.x guide only faults
+#: whose container must move (R.RANK0_MOVES_ONLY).
+RANK0_SKIPS = ("recover", "elastic-training", "dump", "pod")
+RANK0_SOURCE = (
+    "HA73-025 使用约束; HA73-024; MC:@v7.3.0 component/ascend-for-volcano/internal/rescheduling/job.go:187-190,239; "
+    "MC:@v7.3.0 component/clusterd/pkg/application/recover/controller.go:1095"
+)
+#: The levels that take a process fault (a training process that exits or hangs: what `resumable timeline`
+#: records), in ladder order; retry handles faults that leave the processes running (HBM UCE, network).
+PROCESS_FAULT_LEVELS = ("recover-in-place", "recover", "elastic-training", "dump", "pod", "job")
+
+
+def rank0_skips(level: str, release: Optional[Version] = None) -> bool:
+    """Whether a fault on the rank-0 pod skips ``level`` (:data:`RANK0_SKIPS`); ``release`` None: the rule
+    as the 7.x pages state it (recover-in-place skipped too)."""
+    if level in RANK0_SKIPS:
+        return True
+    if level == "recover-in-place":
+        return release is None or not R.at_least(release, R.RANK0_MOVES_ONLY)
+    return False
+
+
+def expected_level(levels: Sequence[str], rank0_pod: bool, release: Optional[Version] = None) -> Optional[str]:
+    """The level of ``levels`` (a recovery ladder, first tried first) a process fault on a pod should take:
+    the first of :data:`PROCESS_FAULT_LEVELS` the ladder has, the ones a rank-0 pod's fault skips left out
+    for the rank-0 pod (:func:`rank0_skips`). None when the ladder has no such level (the job ends)."""
+    for level in PROCESS_FAULT_LEVELS:
+        if level in levels and not (rank0_pod and rank0_skips(level, release)):
+            return level
+    return None
+
+
+def _fallback(f: JobFacts, level: str) -> float:
+    """The documented share of ``level``'s recoveries that fail and fall through to the next level."""
+    if level in ("recover", "recover-in-place") and R.on_line(f.release, R.PROCESS_LEVEL_GLOO_SEGFAULT):
+        return R.PROCESS_LEVEL_GLOO_SEGFAULT_SHARE
+    return 0.0
+
+
+def _coverage(f: JobFacts, level: str) -> Tuple[float, str, str]:
+    """The share of the faults reaching ``level`` that it takes, why, and the source."""
+    fallback = _fallback(f, level)
+    failing = ""
+    source = ""
+    if fallback:
+        failing = "; %.3g%% of its recoveries fail (known issue, a gloo segmentation fault)" % (100 * fallback)
+        source = "; " + R.PROCESS_LEVEL_GLOO_SEGFAULT.source
+    if level in ("retry", "recover-in-place"):
+        kinds = (
+            "HBM UCE and network faults"
+            if level == "retry"
+            else "process faults and RestartRequest/RestartBusiness chip faults"
+        )
+        return (
+            TYPED_SHARE * (1.0 - fallback),
+            "it takes only %s: assumed %d%% of what reaches it (no published share)%s"
+            % (kinds, int(TYPED_SHARE * 100), failing),
+            "RT01; HA73-025; PROJECT (assumption: the mix of fault kinds)" + source,
+        )
+    every = "it takes every fault that reaches it%s" % failing
+    return 1.0 - fallback, every, "RT01 Fault Decision Description" + source
+
+
+def fault_shares(f: JobFacts, lines: Sequence[BudgetLine]) -> Tuple[List[LevelShare], float]:
+    """The share of faults each level of the ladder takes, and the share none takes (no job level).
+
+    A fault falls on one pod; faults are assumed to spread evenly over the pods (PROJECT), so 1 in
+    ``nodes`` is on the rank-0 pod, whose faults skip the levels that move its container
+    (:func:`rank0_skips`). Down the ladder each level takes its share of what reaches it
+    (:func:`_coverage`): typed levels (retry, recover-in-place) an assumed share, the others all of it
+    but for a documented failure share; what remains goes to the next level."""
+    pods = max(1, f.job.nodes)
+    rank0 = 1.0 / pods
+    skipped = [line.level for line in lines if rank0_skips(line.level, f.release)]
+    # the rank-0 pod is set apart only where the ladder has a level it skips
+    classes = ((True, rank0), (False, 1.0 - rank0)) if skipped else ((False, 1.0),)
+    others = "the other pod's" if pods == 2 else "the other %d pods'" % (pods - 1)
+    taken: Dict[str, List[Tuple[float, str, str]]] = {line.level: [] for line in lines}
+    unrecovered = 0.0
+    for on_rank0, mass in classes:
+        for line in lines:
+            if mass <= 0.0:
+                break
+            if on_rank0 and line.level in skipped:
+                continue
+            cover, why, source = _coverage(f, line.level)
+            part = mass * cover
+            if part <= 0.0:
+                continue
+            if on_rank0:
+                who = "the rank-0 pod's faults, 1 in %d (%.1f%%; %s skip that pod)" % (
+                    pods,
+                    100 * part,
+                    ", ".join(skipped),
+                )
+                source = "%s; %s; PROJECT (faults spread evenly over the pods)" % (source, RANK0_SOURCE)
+            elif skipped:
+                who = "%s faults (%.1f%%)" % (others, 100 * part)
+                source += "; PROJECT (faults spread evenly over the pods)"
+            else:
+                who = "all faults (%.1f%%)" % (100 * part)
+            taken[line.level].append((part, "%s: %s" % (who, why), source))
+            mass -= part
+        unrecovered += max(0.0, mass)
+    shares: List[LevelShare] = []
+    for line in lines:
+        parts = taken[line.level]
+        if not parts:
+            continue
+        share = sum(p for p, _, _ in parts)
+        sources = list(dict.fromkeys(ref.strip() for _, _, src in parts for ref in src.split(";")))
+        shares.append(
+            LevelShare(
+                line.level,
+                round(share, 6),
+                line.total_seconds,
+                "; ".join(why for _, why, _ in parts),
+                "; ".join(sources),
+            )
+        )
+    return shares, round(unrecovered, 6)
+
+
+def expected_seconds(shares: Sequence[LevelShare], unrecovered: float) -> Optional[float]:
+    """The expected recovery time of a recovered fault: each level's time weighted by its share."""
+    recovered = 1.0 - unrecovered
+    if recovered <= 0.0:
+        return None
+    return round(sum(s.share * s.total_seconds for s in shares) / recovered, 1)
+
+
+def unweighted_note(f: JobFacts) -> List[Note]:
+    """The documented ways process-level rescheduling fails that the expectation cannot weigh (no share is
+    published): each moves a fault down the ladder, so the expected time is a lower bound for such jobs."""
+    if not any(s in f.strategies for s in ("recover", "recover-in-place", "retry")):
+        return []
+    cases = ["a fault while HCCL links are being set up (see the plan note on link pre-establishment)"]
+    if f.cluster.accelerator_type in H.A3_TYPES:
+        cases.append("an NPU card drop or OS disconnect on Atlas A3 (rule process-level-a3-faults)")
+    if f.at_least(R.CONSTRAINTS_26):
+        cases.append("a fault during a checkpoint save")
+    return [
+        Note(
+            "the expected time per fault does not weigh the documented failures of process-level recovery that have "
+            "no published share, each of which moves the fault down the ladder (the expectation is a lower "
+            "bound): %s" % "; ".join(cases),
+            "HA73-025 使用约束; %s" % R.CONSTRAINTS_26.source,
+        )
+    ]
+
+
 #: A rung saving less than this share of the next rung's time is worth a note (RT00: the loss per
 #: fault is the sum of the terms; a level that leaves the largest term as it is changes little).
 SMALL_SAVING = 0.05
@@ -338,11 +493,17 @@ def budget(f: JobFacts, job: Job, hang_seconds: int = C.HANG_FLOOR_SECONDS) -> B
     base_facts = dataclasses.replace(f, watchdog_on=False, strategies=[], process_level=False, pod_level=False)
     baseline = _line(base_facts, "job", "default")
     totals = [line.total_seconds for line in lines]
+    shares, unrecovered = fault_shares(f, lines)
+    expected = expected_seconds(shares, unrecovered)
     return BudgetPlan(
         ladder=lines,
         baseline=baseline,
         best_saving_seconds=round(baseline.total_seconds - min(totals), 1),
         worst_saving_seconds=round(baseline.total_seconds - max(totals), 1),
-        notes=small_savings(lines) + warm_workers_note(f),
+        shares=shares,
+        unrecovered_share=unrecovered,
+        expected_seconds=expected,
+        expected_saving_seconds=None if expected is None else round(baseline.total_seconds - expected, 1),
+        notes=small_savings(lines) + warm_workers_note(f) + unweighted_note(f),
         hang_detection=hang_detection(f, hang_seconds),
     )

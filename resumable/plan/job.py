@@ -393,6 +393,57 @@ def release_notes(f: JobFacts) -> List[Note]:
                 R.PROCESS_LEVEL_GLOO_SEGFAULT.source,
             )
         )
+    return notes + process_level_limits(f)
+
+
+def process_level_limits(f: JobFacts) -> List[Note]:
+    """What the constraints of process-level recovery ask of the training script, which the profile cannot
+    show: set every HCCL link up at initialisation (a fault while links are set up is not recovered; the
+    documented avoidance, 配置HCCL主动触发建链, from 7.2.RC1), and the models it supports."""
+    wanted = [s for s in f.strategies if s in ("recover", "recover-in-place", "retry")]
+    if not wanted:
+        return []
+    notes: List[Note] = []
+    if f.at_least(R.HCCL_LINK_SETUP):
+        if f.is_pytorch:
+            how = (
+                "PyTorch sets a communication group's HCCL links up lazily, at its first collective, so dispatch one "
+                "collective (e.g. an all_reduce of a one-element tensor) on every group right after creating it "
+                "in the training script's initialisation"
+            )
+        else:
+            how = (
+                "the guide gives the procedure for PyTorch only; set the links up at initialisation where the "
+                "framework allows"
+            )
+        notes.append(
+            Note(
+                "recommended: set every HCCL link up at initialisation. A fault while links are being set up makes "
+                "process-level rescheduling and online recovery (%s) fail; %s (no setting does it: the training "
+                "script must)" % (", ".join(wanted), how),
+                R.HCCL_LINK_SETUP.source,
+            )
+        )
+    if not f.is_pytorch and f.at_least(R.MINDSPORE_PROCESS_LEVEL_RISK):
+        notes.append(
+            Note(
+                "on MindSpore the 26.x guide gives process-level rescheduling a very small chance of failing "
+                "(框架机制限制); the fault then takes %s rescheduling" % ("Pod-level" if f.pod_level else "Job-level"),
+                R.MINDSPORE_PROCESS_LEVEL_RISK.source,
+            )
+        )
+    models = (
+        "Megatron-based models in PyTorch single-operator mode, no multimodal model"
+        if f.is_pytorch
+        else "no multimodal model; MindSpore and MindIO installed in the same path"
+    )
+    notes.append(
+        Note(
+            "process-level recovery (%s) supports %s: the profile does not say which model the script trains, so no "
+            "rule checks it" % (", ".join(wanted), models),
+            "HA73-025 使用约束",
+        )
+    )
     return notes
 
 

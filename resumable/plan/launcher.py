@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import constants as C
 from ..envderived import mindio_ttp_port, taskd_process_enable
-from ..facts import JobFacts
+from ..facts import JobFacts, torch_monitor_default
 from .model import (
     BudgetLine,
     EnvVar,
@@ -42,9 +42,8 @@ def hang_timeout(f: JobFacts) -> Tuple[int, Note]:
 
     The profile's ``recovery.hang_timeout`` when set. Otherwise the larger of the floor
     (C.HANG_FLOOR_SECONDS: a healthy process on a loaded node, importing torch or starved of CPU, must
-    never look hung) and three agent monitor intervals (the agent's own tick). An unset
-    ``recovery.monitor_interval`` (torchrun's own default: 0.1 s in torch 2.13, 5 s in older torch)
-    counts as 1 s, so the floor decides (as it would at older torch's 5 s: 3 x 5 s is below it).
+    never look hung) and three agent monitor intervals (the agent's own tick, :func:`resumable.facts.monitor_tick`),
+    each counted as at least 1 s, so the floor decides for any interval up to 20 s.
 
     It should stay below the collective timeout (HCCL_EXEC_TIMEOUT, CANN's 1836 s when unset, 0 =
     never): the hung rank's peers wait in a collective, and when their timeout ends the job first the
@@ -56,13 +55,13 @@ def hang_timeout(f: JobFacts) -> Tuple[int, Note]:
         seconds = r.hang_timeout
         why = "recovery.hang_timeout"
     else:
-        seconds = max(C.HANG_FLOOR_SECONDS, C.HANG_MONITOR_TICKS * (r.monitor_interval or 1))
-        why = "the larger of %d s and %d x the monitor interval" % (C.HANG_FLOOR_SECONDS, C.HANG_MONITOR_TICKS)
-        if r.monitor_interval is None:
-            why += (
-                ", an unset recovery.monitor_interval counted as 1 s (torchrun's own default is 0.1 s in torch "
-                "2.13, 5 s in older torch)"
-            )
+        tick = f.monitor.seconds if f.job.launcher != "msrun" else 1.0
+        seconds = max(C.HANG_FLOOR_SECONDS, math.ceil(C.HANG_MONITOR_TICKS * max(1.0, tick)))
+        why = "the larger of %d s and %d x the monitor interval (%g s, counted as at least 1 s)" % (
+            C.HANG_FLOOR_SECONDS,
+            C.HANG_MONITOR_TICKS,
+            tick,
+        )
     text = (
         "a training process without a heartbeat for %d s (%s; one every %g s from the start-up hook) is "
         "recorded as hung and killed, so the agent's recovery takes over" % (seconds, why, C.HEARTBEAT_SECONDS)
@@ -73,6 +72,32 @@ def hang_timeout(f: JobFacts) -> Tuple[int, Note]:
             "recovery.hang_timeout below it" % execute
         )
     return seconds, Note(text, "PROJECT; HA-CANN-EXEC; MC:component/taskd/taskd/python/adaptor/patch/torch_patch.py")
+
+
+def monitor_note(f: JobFacts) -> Note:
+    """How often the agent looks at the training processes, and why the plan leaves it there: where torchrun's
+    loop runs, --monitor_interval unset (torchrun's own default, 0.1 s from torch 2.4: a plan-chosen value
+    could only be slower, benchmarks/recovery_cpu.py); where TaskD's loop runs, its fixed 1 s (it reads no
+    option). Rule monitor-interval warns where the profile sets a slower one or one that is not read."""
+    tick = f.monitor
+    r = f.job.recovery
+    if not tick.reads_option:
+        default, basis = torch_monitor_default(f.torch)
+        text = (
+            "the agent looks at the training processes every %g s: %s; torchrun's own loop would look every %g s "
+            "(%s), but no setting changes TaskD's" % (tick.seconds, tick.what, default, basis)
+        )
+        if r.monitor_interval is not None:
+            text += "; --monitor_interval=%g is passed as the profile asks but not read" % r.monitor_interval
+        return Note(text, tick.source)
+    if r.monitor_interval is None:
+        return Note(
+            "--monitor_interval left unset, so %s looks at the training processes (RTO 表2's %d s is older torch's "
+            "default); the plan passes no value of its own, which could only make detection slower"
+            % (tick.what, C.MONITOR_INTERVAL_DEFAULT),
+            "%s; RTO 表2" % tick.source,
+        )
+    return Note("--monitor_interval=%g: %s" % (r.monitor_interval, tick.what), tick.source)
 
 
 def start_timeout(f: JobFacts, ladder: Sequence[BudgetLine]) -> Tuple[int, Note]:
@@ -158,16 +183,7 @@ def build_launcher(
         if max_restarts is None and (f.uses_taskd or f.uses_mindx_elastic):
             max_restarts = C.MAX_RESTARTS_UNDER_AGENT
             notes.append(Note("--max_restarts=%d: the default under the in-container agent" % max_restarts, "RTO 表2"))
-        if r.monitor_interval is None:
-            # left unset on purpose: torchrun's own default (0.1 s in torch 2.13's run.py) is lower than
-            # the 5 s RTO 表2 names, and a plan-chosen 1 s would slow detection (benchmarks/recovery_cpu.py)
-            notes.append(
-                Note(
-                    "--monitor_interval left unset: torchrun's own default applies (0.1 s in torch 2.13's run.py, "
-                    "below the %d s RTO 表2 gives as the default)" % C.MONITOR_INTERVAL_DEFAULT,
-                    "TORCH; RTO 表2",
-                )
-            )
+        notes.append(monitor_note(f))
         config = TorchrunOptions(
             nproc_per_node=job.npus_per_node,
             nnodes=job.nodes,

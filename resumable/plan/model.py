@@ -312,7 +312,7 @@ class TorchrunOptions(PlanPart):
     #: None: not passed, torchrun's own default applies
     max_restarts: Optional[int] = None
     #: seconds between the agent's looks at its workers; None: not passed (torchrun's default)
-    monitor_interval: Optional[int] = None
+    monitor_interval: Optional[float] = None
 
     def argv(self, pod: PodValue = env_reference) -> List[str]:
         """The options on torchrun's command line (torch/distributed/run.py spellings)."""
@@ -326,7 +326,7 @@ class TorchrunOptions(PlanPart):
         if self.max_restarts is not None:
             out.append("--max_restarts=%d" % self.max_restarts)
         if self.monitor_interval is not None:
-            out.append("--monitor_interval=%d" % self.monitor_interval)
+            out.append("--monitor_interval=%g" % self.monitor_interval)
         return out
 
 
@@ -432,13 +432,33 @@ class BudgetLine(PlanPart):
 
 
 @dataclasses.dataclass
+class LevelShare(PlanPart):
+    """The share of faults one level of the ladder takes, and why (plan/budget.py fault_shares)."""
+
+    level: str
+    share: float  # of all faults, 0 to 1
+    total_seconds: float  # the level's recovery time (its budget line)
+    why: str
+    source: str
+
+
+@dataclasses.dataclass
 class BudgetPlan(PlanPart):
-    """Recovery time per fault for each level of the ladder, against plain job-level rescheduling."""
+    """Recovery time per fault for each level of the ladder, against plain job-level rescheduling, and
+    the expected time per fault: each level weighted by the share of faults it takes."""
 
     ladder: List[BudgetLine]  # first tried first
     baseline: BudgetLine  # job-level rescheduling, collective timeout, no compile help
     best_saving_seconds: float
     worst_saving_seconds: float
+    #: the share of faults each level takes (levels that take none are left out), first tried first
+    shares: List[LevelShare] = dataclasses.field(default_factory=list)
+    #: the faults no level takes (a ladder without job-level rescheduling): the job ends
+    unrecovered_share: float = 0.0
+    #: sum of share x total over the levels, divided by the recovered share; None when nothing is recovered
+    expected_seconds: Optional[float] = None
+    #: the baseline's total minus the expected time
+    expected_saving_seconds: Optional[float] = None
     #: a rung that saves next to nothing against the next one: what dominates, what to change
     notes: List[Note] = dataclasses.field(default_factory=list)
     #: how a hung (not crashed) training is detected, each path with the time it takes, fastest first

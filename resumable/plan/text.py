@@ -12,7 +12,7 @@ import shlex
 from typing import List
 
 from ..errors import escape_controls
-from .model import BudgetLine, EnvVar, JobPlan, Plan
+from .model import BudgetLine, BudgetPlan, EnvVar, JobPlan, Plan
 
 # Arguments the plan writes as ``--flag=$VARIABLE``: expanded in the container, so shown unquoted.
 _ENV_REFERENCE = re.compile(r"--[A-Za-z0-9_-]+=\$[A-Za-z_][A-Za-z0-9_]*")
@@ -37,6 +37,25 @@ def _budget_line(line: BudgetLine) -> List[str]:
     out = ["    %-6s total %s" % (line.level, _minutes(line.total_seconds))]
     for t in line.terms:
         out.append("      %-14s %9s  %s [%s]" % (t.name, _minutes(t.seconds), t.assumption, t.source))
+    return out
+
+
+def _expected(b: BudgetPlan) -> List[str]:
+    """The expected time per fault: each level weighted by the share of faults it takes, with why."""
+    if b.expected_seconds is None:
+        return ["    expected per fault: none: no level of the ladder takes a fault, the job ends"]
+    mix = " + ".join("%.1f%% %s (%s)" % (100 * s.share, s.level, _minutes(s.total_seconds)) for s in b.shares)
+    head = "    expected per fault: %s = %s" % (_minutes(b.expected_seconds), mix)
+    if b.expected_saving_seconds is not None:
+        head += "; saving %s against the baseline" % _minutes(b.expected_saving_seconds)
+    out = [head]
+    for s in b.shares:
+        out.append("      %-16s %6.1f%%  %s [%s]" % (s.level, 100 * s.share, s.why, s.source))
+    if b.unrecovered_share > 0:
+        out.append(
+            "      %-16s %6.1f%%  no level takes them (no job-level rescheduling): the job ends"
+            % ("unrecovered", 100 * b.unrecovered_share)
+        )
     return out
 
 
@@ -106,6 +125,7 @@ def _job(job: JobPlan) -> List[str]:
         "    saving per fault: %s (best level) to %s (last level)"
         % (_minutes(b.best_saving_seconds), _minutes(b.worst_saving_seconds))
     )
+    out.extend(_expected(b))
     out.extend("    note: %s [%s]" % (n.text, n.source) for n in b.notes)
     if b.hang_detection:
         out.append("  a hung training (processes alive, no progress) is detected by, fastest first:")

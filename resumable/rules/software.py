@@ -58,6 +58,45 @@ def msrun_options(profile: Profile, f: JobFacts) -> Iterable[Finding]:
             )
 
 
+@job_rule(
+    "monitor-interval",
+    "recovery.monitor_interval never makes detection slower than torchrun's own default without saying so",
+    "%s; RTO 表2; MC:@v7.3.0 component/taskd/taskd/python/framework/agent/pt_agent/pt_agent.py:68-73"
+    % R.TORCH_FAST_MONITOR.source,
+    severity=WARNING,
+)
+def monitor_interval(profile: Profile, f: JobFacts) -> Iterable[Finding]:
+    """A failed training process waits for the agent's next look, so the monitor interval is the
+    detection time of every in-container recovery. torchrun's own default is 0.1 s from torch 2.4 (5 s
+    before); RTO 表2's 5 s and the vendor samples' 10 s are older torch's figures, and a value above the
+    default only delays detection (benchmarks/recovery_cpu.py measured 1.47x the recovery time of the
+    default at 1 s). Where TaskD's patch of torch elastic runs the agent loop (PyTorch Pod- or
+    process-level recovery from 7.3.0) the option is not read at all: TaskD looks every 1 s, so the
+    setting would be dropped without a word."""
+    interval = f.job.recovery.monitor_interval
+    if interval is None or f.job.launcher == "msrun":  # msrun-options refuses it there
+        return
+    where = f.where("recovery.monitor_interval")
+    tick = f.monitor
+    if not tick.reads_option:
+        yield Finding(
+            [where],
+            "recovery.monitor_interval %g s is not read: %s, every %g s" % (interval, tick.what, tick.seconds),
+            "Remove recovery.monitor_interval (nothing in this job reads it), or acknowledge monitor-interval.",
+        )
+        return
+    default = tick.torch_default
+    if default is not None and interval > default:
+        yield Finding(
+            [where, "%s.image.torch" % f.path],
+            "recovery.monitor_interval %g s makes torchrun look at the training processes every %g s instead of "
+            "its own default %g s (%s): a failed process waits up to %g s longer before its recovery starts"
+            % (interval, interval, default, tick.torch_basis, interval - default),
+            "Remove recovery.monitor_interval (torchrun's default is the fastest), or acknowledge "
+            "monitor-interval where a slower look is wanted (for example to spare a loaded host).",
+        )
+
+
 def _adapter_gate(f: JobFacts, gate: R.Gate, what: str, path: str) -> Iterable[Finding]:
     paths = [path, "%s.image.torch_npu" % f.path, "%s.image.framework_pt_adapter" % f.path]
     above = gate.since

@@ -67,6 +67,7 @@ from typing import IO, Any, Callable, Dict, Iterable, List, Mapping, Optional, S
 from .. import jsonio
 from ..errors import ResumableError, escape_controls, shown
 from ..fileio import open_append, read_bytes
+from ..plan.budget import expected_level
 
 #: a timeline larger than this is not read (one event is ~200 bytes)
 MAX_TIMELINE_BYTES = 64 << 20
@@ -456,6 +457,9 @@ class Recovery:
     first_time: Optional[float] = None
     #: the budget terms of the level (from the launch header), for the phases
     terms: Dict[str, float] = dataclasses.field(default_factory=dict)
+    #: the level the plan's ladder says a process fault on this pod should take (plan/budget.py
+    #: expected_level: a fault on the rank-0 pod skips the levels that move its container)
+    expected_level: Optional[str] = None
 
     @property
     def seconds(self) -> Optional[float]:
@@ -537,6 +541,7 @@ def recoveries(events: Sequence[Event]) -> List[Recovery]:
     fault_session = 0
     #: (launch, generation) -> the recovery that began that generation (its phases come later)
     began: Dict[Tuple[int, int], Recovery] = {}
+    rank0_pod = any(e.kind == "worker-start" and e.rank == 0 for e in events)  # this pod runs global rank 0
     for e in events:
         if isinstance(e, LaunchEvent):
             header = e
@@ -551,6 +556,7 @@ def recoveries(events: Sequence[Event]) -> List[Recovery]:
             )
             if isinstance(e, HangEvent):
                 pending.hang_cause, pending.hang_phase = e.cause, e.phase
+            pending.expected_level = expected_level(header.levels if header else (), rank0_pod)
             fault_session = session
             continue
         if e.kind == "fault-detected" and pending is not None and waiting and pending.detected_time is None:
@@ -698,7 +704,9 @@ def render(path: str, events: Sequence[Event], show_events: bool = False) -> str
         )
     out.append(
         "budget to restart = the level's detect + T1 reschedule terms; the whole recovery adds rollback, comm "
-        "init, checkpoint load and compilation, which happen inside the training script (their phases below)."
+        "init, checkpoint load and compilation, which happen inside the training script (their phases below). "
+        "The ladder's level is where the plan sends a process fault on this pod: a pod that runs rank 0 skips "
+        "the levels that move its container (HA73-025), so its faults take job-level rescheduling."
     )
     out.append("the phases of each recovery (measured by the launcher and in the new processes) against the budget:")
     for number, r in enumerate(items, 1):
@@ -706,7 +714,7 @@ def render(path: str, events: Sequence[Event], show_events: bool = False) -> str
         if r.hang:
             cause = " (%s)" % ("no process group in time" if r.hang_cause == "start-timeout" else "no heartbeat")
         out.append(
-            "  recovery %d: rank %s %s%s at %+.2fs, %s%s, level %s"
+            "  recovery %d: rank %s %s%s at %+.2fs, %s%s, level %s (the ladder's level for it: %s)"
             % (
                 number,
                 _cell(r.rank),
@@ -716,6 +724,7 @@ def render(path: str, events: Sequence[Event], show_events: bool = False) -> str
                 "%s restart" % r.how if r.how else "not restarted",
                 "" if r.generation is None else " (generation %d)" % r.generation,
                 _cell(r.level),
+                _cell(r.expected_level),
             )
         )
         out.extend(phase_lines(r))

@@ -91,7 +91,6 @@ def test_pytorch_process_recovery_rank0(pod: Dict[str, str], vendor_site: Path) 
         "--master_addr=10.0.0.5",
         "--master_port=2222",
         "--max_restarts=32767",
-        "--monitor_interval=1",
         "pretrain_gpt.py",
     ]
     assert "/job/ckpt/alllogs/3f0c-uid/resumable/timeline-" in out

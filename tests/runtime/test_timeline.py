@@ -397,3 +397,35 @@ def test_the_phase_events_are_read_with_their_types(tmp_path: Path, line: str, f
         read_events(str(path))
     for fragment in ["line 1", *fragments]:
         assert fragment in str(err.value)
+
+
+def test_each_recovery_names_the_level_the_ladder_sends_it_to() -> None:
+    """issue 31: a fault on the pod that runs rank 0 skips the levels that move its container (HA73-025), so
+    the ladder sends it to job-level rescheduling even where TaskD restarted it in place; a fault on another
+    pod takes the first process-level rung."""
+    rank0_pod = [
+        launch(0, ["recover-in-place", "recover", "job"]),
+        ev(1, "worker-start", 0, rc=0),
+        ev(1, "worker-start", 1, rc=0),
+        ev(10, "worker-fault", 1, -9, 0),
+        dict(ev(11.5, "restart", rc=0), kind="in-place", fault_ranks=[1]),
+        ev(11.5, "worker-start", 1, rc=0),
+    ]
+    (r,) = recoveries(parsed(rank0_pod))
+    assert (r.level, r.expected_level) == ("recover-in-place", "job")
+    assert "level recover-in-place (the ladder's level for it: job)" in render("t.jsonl", parsed(rank0_pod))
+    assert to_json("t", parsed(rank0_pod))["recoveries"][0]["expected_level"] == "job"
+    other_pod = [
+        launch(0, ["recover-in-place", "recover", "job"]),
+        ev(1, "worker-start", 8, rc=0),
+        ev(1, "worker-start", 9, rc=0),
+        ev(10, "worker-fault", 9, -9, 0),
+    ]
+    (r,) = recoveries(parsed(other_pod))
+    assert r.restart_time is None and r.expected_level == "recover-in-place"
+    # a ladder without process levels: Pod-level, and the rank-0 pod's faults job-level
+    pod_level = [launch(0, ["pod", "job"]), ev(1, "worker-start", 8, rc=0), ev(3, "worker-fault", 8, 1, 0)]
+    assert recoveries(parsed(pod_level))[0].expected_level == "pod"
+    pod_level[1] = ev(1, "worker-start", 0, rc=0)
+    pod_level[2] = ev(3, "worker-fault", 0, 1, 0)
+    assert recoveries(parsed(pod_level))[0].expected_level == "job"
