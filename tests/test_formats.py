@@ -42,6 +42,8 @@ VALID = {
     F.TOKEN: ["chip8-node8", "rank0-escalation"],
     F.MODE: ["0775", "2770", "755"],
     F.LABEL_KEY: ["team", "example.com/team", "kueue.x-k8s.io/queue-name", "A_b.c"],
+    F.ANNOTATION_KEY: ["owner", "example.com/owner", "Example.com/Owner", "A_b.c"],
+    F.SCRIPT: ["train.py", "pretrain_gpt.py", "/job/code/train.py", "../x.py", "训练/预训练.py", "a+b@c=d,e:f"],
 }
 
 INVALID = {
@@ -71,7 +73,25 @@ INVALID = {
     F.REGISTRY: ["reg istry", "https://registry", "reg/UPPER"],
     F.TOKEN: ["", "a b", "dump ", "x" * 254],
     F.MODE: ["", "0778", "77", "07755", "rwx"],
-    F.LABEL_KEY: ["", "a b", "Example.com/team", "/team", "x/" + "y" * 64, "-a"],
+    F.LABEL_KEY: ["", "a b", "Example.com/team", "/team", "x/" + "y" * 64, "-a", "a/b/c", "ünï"],
+    F.ANNOTATION_KEY: ["", "a b", "/owner", "x/" + "y" * 64, "-a", "a/b/c", "ünï"],
+    F.SCRIPT: [
+        "",
+        "x; touch /tmp/x $(id)",
+        "train.py --lr 1",
+        "-m",
+        "--nnodes=9",
+        "a`id`",
+        "a|b",
+        "a&b",
+        "a>b",
+        "a'b",
+        'a"b',
+        "a\\b",
+        "*.py",
+        "dir/",
+        "a\tb",
+    ],
 }
 
 
