@@ -21,6 +21,7 @@ shell reads as syntax).
 
 from __future__ import annotations
 
+import decimal
 import ipaddress
 import posixpath
 import re
@@ -149,6 +150,32 @@ def quantity_problem(value: str, positive: bool = False) -> Optional[str]:
         return "%s is negative" % shown(value)
     if positive and float(number) == 0:
         return "%s is zero" % shown(value)
+    return None
+
+
+_BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+_DECIMAL_EXPONENT = {"": 0, "m": -3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+
+
+def size_problem(value: str) -> Optional[str]:
+    """What is wrong with ``value`` as a size in bytes: a quantity above zero and a whole number of
+    bytes (the API server warns "fractional byte value is invalid, must be an integer" and rounds a
+    claim of 500m up to one byte: KAPI pkg/api/persistentvolumeclaim/util.go:207)."""
+    problem = quantity_problem(value, positive=True)
+    if problem is not None:
+        return problem
+    m = _QUANTITY.fullmatch(value)
+    assert m is not None
+    _sign, number, suffix = m.groups()
+    suffix = suffix or ""
+    amount = decimal.Decimal(number)
+    if suffix in _BINARY:
+        amount *= 2 ** _BINARY[suffix]
+    else:
+        exponent = int(suffix[1:]) if suffix[:1] in ("e", "E") else _DECIMAL_EXPONENT[suffix]
+        amount = amount.scaleb(exponent) if abs(exponent) < 1000 else amount
+    if amount != amount.to_integral_value():
+        return "%s is not a whole number of bytes" % shown(value)
     return None
 
 
@@ -309,8 +336,8 @@ FORMATS: Dict[str, Format] = {
         ),
         Format(
             SIZE,
-            "a Kubernetes quantity above zero such as 200Gi or 2Ti",
-            lambda value: quantity_problem(value, positive=True),
+            "a Kubernetes quantity of whole bytes above zero such as 200Gi or 2Ti",
+            size_problem,
             _QUANTITY_PATTERN,
             64,
         ),

@@ -52,7 +52,7 @@ INVALID = {
     F.LABEL_VALUE: ["", "-x", "x-", "a b", "a" * 64, "x\n"],
     F.ENV_NAME: ["", "A=B", "1X", "A-B", "A B", "A\n"],
     F.QUANTITY: ["", "eight", "8 Gi", "8GB", "-1Gi", "1e", "Gi", "1.2.3", "8gi", "1\n"],
-    F.SIZE: ["", "0", "0Gi", "-1", "2 TB", "lots"],
+    F.SIZE: ["", "0", "0Gi", "-1", "2 TB", "lots", "500m", "0.1Ki", "1.5", "1e-3"],
     F.HOST: ["", "nfs server", "-x", "a..b", "x_y", "http://x"],
     F.CONTAINER_PATH: ["", "/", "op_cache", "./x", "/job/../etc", "/job//ckpt", "/job/", "/job/.", "//x"],
     F.SERVER_PATH: ["", "exports", "/a/../b", "/a//", "/a//b", "/a/./b"],
