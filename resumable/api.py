@@ -5,7 +5,9 @@ Every consumer (the CLI, the Pulumi program and its components, ``resumable laun
 :func:`load_plan` and reads the :class:`~resumable.plan.model.Plan` it returns; none of them
 validates or decides again. A profile that cannot be read or bound raises
 :class:`~resumable.errors.ProfileError`; one that breaks rules raises :class:`PlanError` carrying
-every violation. Both are user mistakes (exit 2) and print as one paragraph.
+every violation; one with a value the API server would refuse where the plan puts it raises
+:class:`~resumable.errors.ProfileErrors` naming the field. All are user mistakes (exit 2) and print
+as one paragraph.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from typing import List, Optional, Sequence
 
 from .errors import ResumableError
+from .manifests import accepted
 from .plan import build_plan
 from .plan.model import JobPlan, Plan
 from .profile import Profile, load_profile, parse_profile
@@ -42,10 +45,14 @@ class PlanError(ResumableError):
 
 
 def plan_profile(profile: Profile, source: str = "<profile>", strict: bool = False) -> Plan:
-    """Validate and plan an already bound profile; raise :class:`PlanError` when it is invalid."""
+    """Validate and plan an already bound profile; raise :class:`PlanError` when it breaks rules,
+    and :class:`~resumable.errors.ProfileErrors` when the API server would refuse one of its values
+    where the plan puts it (:mod:`resumable.manifests.accepted`: the objects of a plan without rule
+    errors are built and checked as the API server checks them)."""
     plan = build_plan(profile, source)
     if failing(plan.violations, strict):
         raise PlanError(source, plan.violations, strict)
+    accepted.check(plan, profile, source)
     return plan
 
 

@@ -15,6 +15,7 @@ import functools
 import math
 import re
 import typing
+import unicodedata
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar
 
 from . import formats as F
@@ -29,9 +30,14 @@ VERSION_MAX = 64
 #: Whole numbers fit a Kubernetes int64 field.
 INT_MAX = 2**63 - 1
 
-# C0/C1 control characters and DEL; ``multiline`` strings may hold tabs and line breaks.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-_CONTROL_MULTILINE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# C0/C1 control characters, DEL and the Unicode line and paragraph separators; ``multiline``
+# strings may hold tabs and line breaks.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_CONTROL_MULTILINE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# The Unicode bidirectional embeddings, overrides and isolates (Unicode Standard Annex #9, section
+# 2; CVE-2021-42574 "Trojan Source"): they make text display in another order than it is stored,
+# so a name a person reads in a plan, a message or kubectl output would not be the name that runs.
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
 
 
 def spec(
@@ -153,7 +159,8 @@ def _describe(value: Any) -> str:
 
 def _key_path(where: str, key: Any) -> str:
     """``where.key`` for a mapping key, shortened and escaped like any value in a message."""
-    text = key if isinstance(key, str) and len(key) <= 40 and not _CONTROL.search(key) else shown(key, 40)
+    plain = isinstance(key, str) and len(key) <= 40 and not _CONTROL.search(key) and not _BIDI.search(key)
+    text = key if plain else shown(key, 40)
     return "%s.%s" % (where, text) if where else str(text)
 
 
@@ -360,6 +367,15 @@ def _string(value: Any, where: str, meta: Mapping[str, Any]) -> str:
             % (shown(value), shown(control.group(0))[1:-1], control.start()),
             where,
             "Remove it (in double-quoted YAML, escapes such as \\t or \\x1b produce control characters).",
+        )
+    bidi = _BIDI.search(value)
+    if bidi is not None:
+        raise ProfileError(
+            "%s contains a bidirectional-text control character (U+%04X %s at position %d), which shows the "
+            "text in another order than it is read"
+            % (shown(value), ord(bidi.group(0)), unicodedata.name(bidi.group(0), "?"), bidi.start()),
+            where,
+            "Remove it: write the value in the order it is meant.",
         )
     if meta.get("version"):
         _check_version(value, where)

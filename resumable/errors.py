@@ -10,8 +10,10 @@ SHOWN_LIMIT = 80
 
 # C0 and C1 control characters and DEL: a message (and a plan printed for people) shows them escaped;
 # so are lone surrogates (the bytes of an environment value or file name that is not UTF-8), which no
-# output encoding can hold.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+# output encoding can hold, the Unicode line and paragraph separators, and the bidirectional
+# embeddings, overrides and isolates, which would reorder the text around them on a terminal
+# (Unicode Standard Annex #9; CVE-2021-42574).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def escape_controls(text: str) -> str:
@@ -115,12 +117,13 @@ class ProfileErrors(ProfileError):
 
     def lines(self) -> List[str]:
         """For a terminal: a count, then one line per problem."""
-        head = "%d problems in the profile (fix them all, then validate again):" % len(self.errors)
+        count = "1 problem" if len(self.errors) == 1 else "%d problems" % len(self.errors)
+        head = "%s in the profile (fix them all, then validate again):" % count
         return [head] + ["  - " + item for item in self._shown()]
 
     def __str__(self) -> str:
         """One paragraph (Pulumi and logs take a message on one line)."""
-        return "%d problems in the profile: %s" % (
-            len(self.errors),
+        return "%s in the profile: %s" % (
+            "1 problem" if len(self.errors) == 1 else "%d problems" % len(self.errors),
             " ".join("(%d) %s" % (i + 1, item) for i, item in enumerate(self._shown())),
         )

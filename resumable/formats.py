@@ -7,26 +7,35 @@ meaning, is refused here, when the profile is bound, with the field's path and a
 binder (:mod:`resumable.binding`) applies a format named in a field's ``spec(format=...)``; the
 JSON Schema and docs/profile.md show the same format's pattern and description.
 
-Sources: Kubernetes object names and label values (kubernetes.io/docs/concepts/overview/
-working-with-objects/names, .../labels), resource quantities (k8s.io/apimachinery
+Sources: Kubernetes object names, label keys and values and annotation keys are checked by the API
+server's own rules at Kubernetes 1.28 (:mod:`resumable.kubenames`, transcribed from k8s.io/apimachinery
+v0.28.15 pkg/util/validation/validation.go), resource quantities (k8s.io/apimachinery
 pkg/api/resource/quantity.go, the ``<quantity>`` grammar), image references (the
 distribution/reference grammar, github.com/distribution/reference regexp.go), environment variable
-names (POSIX.1-2017 Base Definitions 8.1: letters, digits and underscore, not starting with a digit).
+names (POSIX.1-2017 Base Definitions 8.1: letters, digits and underscore, not starting with a digit;
+stricter than the API server's IsEnvVarName, because ``resumable launch`` exports every variable of
+the container in a shell script), script paths (POSIX.1-2017 Base Definitions 3.282, the portable
+filename character set, with letters and digits of any script: no white space and no character a
+shell reads as syntax).
 """
 
 from __future__ import annotations
 
+import decimal
 import ipaddress
 import posixpath
 import re
-from typing import Callable, Dict, NamedTuple, Optional
+from typing import Callable, Dict, List, NamedTuple, Optional
 
+from . import kubenames as K
 from .errors import shown
 
 # --- names -----------------------------------------------------------------------------------------
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _LABEL_VALUE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+# a script path: letters and digits of any script, '_', '.', '-', '+', '@', '=', ',', ':' and '/'
+_SCRIPT = re.compile(r"[\w.+@=,:/-]+")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _HOST_LABEL = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?")
 
@@ -75,27 +84,27 @@ def _regex_check(regex: re.Pattern[str], max_length: int, what: str) -> Callable
     return check
 
 
-def _dns_subdomain(value: str) -> Optional[str]:
-    if not value:
-        return "is empty"
-    if len(value) > 253:
-        return "is %d characters long (at most 253)" % len(value)
-    if not all(_DNS_LABEL.fullmatch(part) and len(part) <= 63 for part in value.split(".")):
-        return "%s is not a DNS subdomain name" % shown(value)
-    return None
+def _kube_check(rule: Callable[[str], List[str]], what: str) -> Callable[[str], Optional[str]]:
+    """A format that is one of the API server's rules (:mod:`resumable.kubenames`, named in the
+    message by its apimachinery function); an empty value is refused."""
+    name = "".join(part.capitalize() for part in rule.__name__.split("_")).replace("Dns", "DNS")
+
+    def check(value: str) -> Optional[str]:
+        if not value:
+            return "is empty"
+        found = rule(value)
+        if not found:
+            return None
+        size = len(value.encode("utf-8", "surrogatepass"))
+        if found[0].startswith("must be no more than") or found[0].startswith("name part must be no more"):
+            return "is %d bytes long: %s (the API server's %s)" % (size, found[0], name)
+        return "%s is not %s (the API server's %s)" % (shown(value), what, name)
+
+    return check
 
 
-def _label_key(value: str) -> Optional[str]:
-    """A label or annotation key (Kubernetes qualified name): ``[prefix/]name``, the prefix a DNS
-    subdomain, the name at most 63 characters."""
-    if not value:
-        return "is empty"
-    prefix, slash, name = value.rpartition("/")
-    if slash and _dns_subdomain(prefix) is not None:
-        return "%s has a prefix that is not a DNS subdomain" % shown(value)
-    if len(name) > 63 or _LABEL_VALUE.fullmatch(name) is None:
-        return "%s is not a Kubernetes label key" % shown(value)
-    return None
+_dns_subdomain = _kube_check(K.is_dns1123_subdomain, "a DNS subdomain name")
+_label_key = _kube_check(K.is_qualified_name, "a Kubernetes label key")
 
 
 _SUFFIX = {
@@ -141,6 +150,32 @@ def quantity_problem(value: str, positive: bool = False) -> Optional[str]:
         return "%s is negative" % shown(value)
     if positive and float(number) == 0:
         return "%s is zero" % shown(value)
+    return None
+
+
+_BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+_DECIMAL_EXPONENT = {"": 0, "m": -3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+
+
+def size_problem(value: str) -> Optional[str]:
+    """What is wrong with ``value`` as a size in bytes: a quantity above zero and a whole number of
+    bytes (the API server warns "fractional byte value is invalid, must be an integer" and rounds a
+    claim of 500m up to one byte: KAPI pkg/api/persistentvolumeclaim/util.go:207)."""
+    problem = quantity_problem(value, positive=True)
+    if problem is not None:
+        return problem
+    m = _QUANTITY.fullmatch(value)
+    assert m is not None
+    _sign, number, suffix = m.groups()
+    suffix = suffix or ""
+    amount = decimal.Decimal(number)
+    if suffix in _BINARY:
+        amount *= 2 ** _BINARY[suffix]
+    else:
+        exponent = int(suffix[1:]) if suffix[:1] in ("e", "E") else _DECIMAL_EXPONENT[suffix]
+        amount = amount.scaleb(exponent) if abs(exponent) < 1000 else amount
+    if amount != amount.to_integral_value():
+        return "%s is not a whole number of bytes" % shown(value)
     return None
 
 
@@ -209,6 +244,26 @@ def _registry(value: str) -> Optional[str]:
     return None
 
 
+def _script(value: str) -> Optional[str]:
+    """A training script as the launcher's command line takes it: a path, not a shell command nor a
+    launcher option (torchrun reads a first word starting with '-' as its own option)."""
+    if not value:
+        return "is empty"
+    if len(value) > 4096:
+        return "is %d characters long (at most 4096)" % len(value)
+    if value.startswith("-"):
+        return "%s starts with '-', which the launcher reads as one of its options" % shown(value)
+    bad = sorted({c for c in value if not _SCRIPT.fullmatch(c)})
+    if bad:
+        return "%s contains %s, which a shell reads as syntax or a word break" % (
+            shown(value),
+            ", ".join(shown(c) for c in bad[:5]),
+        )
+    if value.endswith("/"):
+        return "%s names a directory, not a file" % shown(value)
+    return None
+
+
 def _token(value: str) -> Optional[str]:
     if not value:
         return "is empty"
@@ -234,6 +289,8 @@ REGISTRY = "registry"
 TOKEN = "token"
 MODE = "mode"
 LABEL_KEY = "label-key"
+ANNOTATION_KEY = "annotation-key"
+SCRIPT = "script"
 
 _MODE = re.compile(r"[0-7]{3,4}")
 _QUANTITY_PATTERN = r"^[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([KMGTPE]i|[mkMGTPE]|[eE][+-]?[0-9]+)?$"
@@ -245,7 +302,7 @@ FORMATS: Dict[str, Format] = {
             DNS_LABEL,
             "a Kubernetes name: lower-case letters, digits and '-', starting and ending with a letter "
             "or digit, at most 63 characters",
-            _regex_check(_DNS_LABEL, 63, "a valid Kubernetes name"),
+            _kube_check(K.is_dns1123_label, "a valid Kubernetes name"),
             "^" + _DNS_LABEL.pattern + "$",
             63,
         ),
@@ -260,7 +317,7 @@ FORMATS: Dict[str, Format] = {
             LABEL_VALUE,
             "a Kubernetes label value: letters, digits, '-', '_' and '.', starting and ending with a "
             "letter or digit, at most 63 characters",
-            _regex_check(_LABEL_VALUE, 63, "a valid Kubernetes label value"),
+            _kube_check(K.is_valid_label_value, "a valid Kubernetes label value"),
             "^" + _LABEL_VALUE.pattern + "$",
             63,
         ),
@@ -279,8 +336,8 @@ FORMATS: Dict[str, Format] = {
         ),
         Format(
             SIZE,
-            "a Kubernetes quantity above zero such as 200Gi or 2Ti",
-            lambda value: quantity_problem(value, positive=True),
+            "a Kubernetes quantity of whole bytes above zero such as 200Gi or 2Ti",
+            size_problem,
             _QUANTITY_PATTERN,
             64,
         ),
@@ -311,10 +368,25 @@ FORMATS: Dict[str, Format] = {
         Format(TOKEN, "a word without white space", _token, r"^\S+$", 253),
         Format(
             LABEL_KEY,
-            "a Kubernetes label or annotation key such as example.com/team or team",
+            "a Kubernetes label key such as example.com/team or team",
             _label_key,
             None,
             317,
+        ),
+        Format(
+            ANNOTATION_KEY,
+            "a Kubernetes annotation key such as example.com/owner or owner (a label key, upper case allowed)",
+            _kube_check(K.is_annotation_key, "a Kubernetes annotation key"),
+            None,
+            317,
+        ),
+        Format(
+            SCRIPT,
+            "a script path of letters, digits, '_', '.', '-', '+', '@', '=', ',', ':' and '/', not starting "
+            "with '-' (no spaces, quotes or shell characters such as ; $ ` | & < > ( ))",
+            _script,
+            r"^[^-\s;&|$`<>()'\"\\*?!#~{}\[\]][^\s;&|$`<>()'\"\\*?!#~{}\[\]]*$",
+            4096,
         ),
         Format(
             MODE,

@@ -737,11 +737,13 @@ class Pod:
     )
     labels: Dict[str, str] = field(
         default_factory=dict,
-        metadata=spec("Labels of the training pods (quotas, cost centres).", key_format=F.LABEL_KEY),
+        metadata=spec(
+            "Labels of the training pods (quotas, cost centres).", key_format=F.LABEL_KEY, format=F.LABEL_VALUE
+        ),
     )
     annotations: Dict[str, str] = field(
         default_factory=dict,
-        metadata=spec("Annotations of the training pods.", key_format=F.LABEL_KEY, multiline=True),
+        metadata=spec("Annotations of the training pods.", key_format=F.ANNOTATION_KEY, multiline=True),
     )
     security_context: SecurityContext = field(
         default_factory=SecurityContext, metadata=spec("Security context (pod and container fields).")
@@ -759,7 +761,16 @@ class Job:
         "itself. Remove taskd_port from the job." % (C.TASKD_MANAGER_PORT, C.TASKD_MANAGER_PORT),
     }
 
-    name: str = field(default="", metadata=spec("Job name.", required=True, dns_name=True))
+    name: str = field(
+        default="",
+        metadata=spec(
+            "Job name. `validate` also checks the names built from it where they land: an AscendJob's name "
+            "starts with a letter and leaves room for -scheduler-0 (the Service the Ascend Operator creates is a "
+            "DNS-1035 label), and <name>-checkpoints is a label value of its volumes, so 51 characters at most.",
+            required=True,
+            dns_name=True,
+        ),
+    )
     namespace: str = field(default="default", metadata=spec("Namespace.", dns_name=True))
     kind: JobKind = field(
         default="ascendjob",
@@ -776,7 +787,12 @@ class Job:
         metadata=spec("Launcher."),
     )
     script: str = field(
-        default="train.py", metadata=spec("Training entry script the launcher starts.", format=F.FILE_PATH)
+        default="train.py",
+        metadata=spec(
+            "Training entry script the launcher starts (torchrun, msrun: a path, relative to the container's "
+            "working directory or absolute).",
+            format=F.SCRIPT,
+        ),
     )
     script_args: List[str] = field(default_factory=list, metadata=spec("Arguments of the training script."))
     ranktable: bool = field(
@@ -801,9 +817,10 @@ class Job:
             'owns") is read as its profile field where that is auto or null, and must agree with it '
             "otherwise; nothing here is dropped or overridden. A variable the Ascend Operator injects into an "
             'AscendJob (docs/profile.md, "Environment the Ascend Operator injects") must say what it injects, '
-            "and is then left out of the pod template (the operator sets it). Values may span lines.",
+            "and is then left out of the pod template (the operator sets it). Each value is one line without "
+            "tabs: `resumable launch` exports every variable in a shell script of one line each (a multi-line "
+            "configuration goes into a ConfigMap volume).",
             key_format=F.ENV_NAME,
-            multiline=True,
         ),
     )
     queue: Optional[str] = field(
@@ -815,7 +832,8 @@ class Job:
         metadata=spec(
             "Annotation huawei.com/schedule_policy, e.g. chip8-node8 (VCAPI Table 3); the Atlas 950 SuperPoD "
             "samples write chip8-node8-ra64-sp under the same key (MCD:samples/train/basic-training/ranktable/"
-            "yaml/950/a950_superpod_pytorch_acjob.yaml:10, master 7d97fe3 of 2026-05-30).",
+            "yaml/950/a950_superpod_pytorch_acjob.yaml:10, master 7d97fe3 of 2026-05-30). One of the policies "
+            "the release's Volcano plugin knows (rule schedule-policy).",
             format=F.TOKEN,
         ),
     )

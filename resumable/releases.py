@@ -345,6 +345,74 @@ def _parsed_builds() -> List[Tuple[Version, TorchNpuBuild]]:
 # --- Volcano and Kubernetes -------------------------------------------------------------------------
 
 
+class SchedulePolicies(NamedTuple):
+    """The values of the job annotation huawei.com/schedule_policy the Volcano plugin of a release
+    knows: the keys of its policy table. The plugin looks the annotation up there and, for a value
+    it does not know, places the job as if the annotation were absent (by sp-block or the node's
+    accelerator-type), without a word."""
+
+    release: str
+    values: Tuple[str, ...]
+    source: str
+
+
+#: The schedule policies by release, read in the Volcano plugin's source at each tag (the release's
+#: own table where its source was read; later releases only added values, 7.3.0's table is a subset
+#: of 26.1.0's). :func:`schedule_policies` picks the table of a release.
+SCHEDULE_POLICIES: Tuple[SchedulePolicies, ...] = (
+    SchedulePolicies(
+        "7.3.0",
+        (
+            "module-a3-16",
+            "chip4-node8",
+            "chip1-node2",
+            "chip4-node4",
+            "chip8-node8",
+            "chip8-node16",
+            "chip2-node16",
+            "chip2-node16-sp",
+        ),
+        "MC:@v7.3.0 component/ascend-for-volcano/internal/npu/factory.go:43-52 (policy910HandlerMap), "
+        "common/util/constants.go:74-82, 96-105",
+    ),
+    SchedulePolicies(
+        "26.1.0",
+        (
+            "module-a3-16",
+            "chip1-node2",
+            "chip4-node4",
+            "chip8-node8",
+            "chip8-node16",
+            "chip2-node16",
+            "chip2-node16-sp",
+            "chip2-node8",
+            "chip2-node8-sp",
+            "chip4-node8",
+            "chip4-node16",
+            "chip1-node8",
+            "chip1-node16",
+            "chip8-node8-sp",
+            "chip8-node8-ra64-sp",
+            "chip1-softShareDev",
+            "multilevel",
+        ),
+        "MC:@v26.1.0 component/ascend-for-volcano/internal/npu/factory.go:49-67 (policy910HandlerMap), "
+        "common/util/constants.go:84-89, 112-130",
+    ),
+)
+
+
+def schedule_policies(release: Version) -> SchedulePolicies:
+    """The schedule-policy table for ``release``: the table of its release line (7.3.1 and
+    7.3.0.SPC1 take 7.3.0's), else the first table read after it (an upper bound for a release
+    between two read ones: a value that table lacks is unknown to the release for sure), the newest
+    for a later release."""
+    for table in SCHEDULE_POLICIES:
+        if release <= Version(table.release) or release.major_minor == Version(table.release).major_minor:
+            return table
+    return SCHEDULE_POLICIES[-1]
+
+
 class VolcanoBuild(NamedTuple):
     version: str
     kubernetes_min: str

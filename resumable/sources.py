@@ -364,6 +364,16 @@ _ROWS: List[Source] = [
         "Kubernetes 1.28",
     ),
     Source(
+        "KAPI",
+        "Kubernetes API server validation source (what the API server refuses)",
+        "https://github.com/kubernetes/apimachinery (pkg/util/validation/validation.go, pkg/api/validation/"
+        "objectmeta.go, pkg/apis/meta/v1/validation/validation.go) and https://github.com/kubernetes/kubernetes "
+        "(pkg/apis/core/validation/validation.go, third_party/forked/golang/expansion/expand.go): `KAPI "
+        "apimachinery <path>` is a file of the first, `KAPI <path>` of the second",
+        "the file:line given",
+        "k8s.io/apimachinery v0.28.15, k8s.io/kubernetes v1.28.15 (Kubernetes 1.28)",
+    ),
+    Source(
         "CTRD",
         "containerd configuration (config.toml versions, imports)",
         "https://github.com/containerd/containerd: docs/man/containerd-config.toml.5.md; issues #5837 and #7982 "

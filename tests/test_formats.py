@@ -42,6 +42,8 @@ VALID = {
     F.TOKEN: ["chip8-node8", "rank0-escalation"],
     F.MODE: ["0775", "2770", "755"],
     F.LABEL_KEY: ["team", "example.com/team", "kueue.x-k8s.io/queue-name", "A_b.c"],
+    F.ANNOTATION_KEY: ["owner", "example.com/owner", "Example.com/Owner", "A_b.c"],
+    F.SCRIPT: ["train.py", "pretrain_gpt.py", "/job/code/train.py", "../x.py", "训练/预训练.py", "a+b@c=d,e:f"],
 }
 
 INVALID = {
@@ -50,7 +52,7 @@ INVALID = {
     F.LABEL_VALUE: ["", "-x", "x-", "a b", "a" * 64, "x\n"],
     F.ENV_NAME: ["", "A=B", "1X", "A-B", "A B", "A\n"],
     F.QUANTITY: ["", "eight", "8 Gi", "8GB", "-1Gi", "1e", "Gi", "1.2.3", "8gi", "1\n"],
-    F.SIZE: ["", "0", "0Gi", "-1", "2 TB", "lots"],
+    F.SIZE: ["", "0", "0Gi", "-1", "2 TB", "lots", "500m", "0.1Ki", "1.5", "1e-3"],
     F.HOST: ["", "nfs server", "-x", "a..b", "x_y", "http://x"],
     F.CONTAINER_PATH: ["", "/", "op_cache", "./x", "/job/../etc", "/job//ckpt", "/job/", "/job/.", "//x"],
     F.SERVER_PATH: ["", "exports", "/a/../b", "/a//", "/a//b", "/a/./b"],
@@ -71,7 +73,25 @@ INVALID = {
     F.REGISTRY: ["reg istry", "https://registry", "reg/UPPER"],
     F.TOKEN: ["", "a b", "dump ", "x" * 254],
     F.MODE: ["", "0778", "77", "07755", "rwx"],
-    F.LABEL_KEY: ["", "a b", "Example.com/team", "/team", "x/" + "y" * 64, "-a"],
+    F.LABEL_KEY: ["", "a b", "Example.com/team", "/team", "x/" + "y" * 64, "-a", "a/b/c", "ünï"],
+    F.ANNOTATION_KEY: ["", "a b", "/owner", "x/" + "y" * 64, "-a", "a/b/c", "ünï"],
+    F.SCRIPT: [
+        "",
+        "x; touch /tmp/x $(id)",
+        "train.py --lr 1",
+        "-m",
+        "--nnodes=9",
+        "a`id`",
+        "a|b",
+        "a&b",
+        "a>b",
+        "a'b",
+        'a"b',
+        "a\\b",
+        "*.py",
+        "dir/",
+        "a\tb",
+    ],
 }
 
 

@@ -45,7 +45,7 @@ from resumable.api import PlanError, plan_profile
 from resumable.binding import field_default
 from resumable.binding import unwrap_optional as _unwrap_optional
 from resumable.choices import is_literal, values
-from resumable.errors import ProfileError, ResumableError
+from resumable.errors import ProfileError, ProfileErrors, ResumableError
 from resumable.plan import build_plan
 from resumable.profile import STRATEGIES, Profile, parse_profile
 from resumable.rules import ERROR, REGISTRY, WARNING, evaluate
@@ -142,6 +142,8 @@ FORMAT_VALUES: Dict[str, Any] = {
     "token": st.sampled_from(["chip8-node8", "chip4-node16", "rank0-escalation"]),
     "mode": st.sampled_from(["0775", "2770", "755", "0777"]),
     "label-key": st.sampled_from(["team", "example.com/team", "scheduling.example.io/pool"]),
+    "annotation-key": st.sampled_from(["team", "example.com/team", "Example.com/Owner"]),
+    "script": st.sampled_from(["train.py", "scripts/pretrain.sh", "/job/code/train.py", "训练.py"]),
 }
 # Fields whose valid values a rule (not a format) decides: drawn from what the rules accept, so
 # that edits of the examples mostly stay valid (a mutation still draws anything).
@@ -149,6 +151,7 @@ FIELD_VALUES: Dict[str, Any] = {
     "acknowledge": st.sampled_from(sorted(r.id for r in REGISTRY.values() if r.acknowledgeable)),
     "mount_path": st.sampled_from(["/job/code", "/job/data", "/job/output"]),
     "host_path": st.sampled_from(["/mnt/shared/code", "/data"]),
+    "schedule_policy": st.sampled_from(["chip8-node8", "chip4-node8", "chip2-node16"]),
 }
 # Strings that break one format or another (a mutation draws one for any formatted field).
 BAD_STRINGS = st.sampled_from(
@@ -349,7 +352,12 @@ def _check(doc: Dict[str, Any]) -> str:
         _check_error(info.value)
         assert {v.rule for v in info.value.failing} == {v.rule for v in violations if v.severity == ERROR}
         return "rule errors"
-    plan = plan_profile(profile, "generated.yaml")  # the gate every consumer calls
+    try:
+        plan = plan_profile(profile, "generated.yaml")  # the gate every consumer calls
+    except ProfileErrors as exc:  # a value the API server would refuse where the plan puts it
+        _check_error(exc)
+        assert exc.errors and all(e.where and e.where.startswith("generated.yaml: ") for e in exc.errors), exc
+        return "refused where a value lands"
     assert [v.rule for v in plan.violations] == [v.rule for v in violations if v.rule not in profile.acknowledge]
     return _render(plan, text)
 

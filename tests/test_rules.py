@@ -593,6 +593,10 @@ CASES: Dict[str, Tuple[List[Tuple[Dict[str, Any], str]], Dict[str, Any]]] = {
                 {J + "volumes": [{"name": "code", "mount_path": "/job/code", "host_path": "data/code"}]},
                 J + "volumes[0].host_path",
             ),
+            (
+                {J + "volumes": [{"name": "code", "mount_path": "/job/code", "host_path": "/data/../etc"}]},
+                J + "volumes[0].host_path",
+            ),
         ],
         {
             J + "volumes": [
@@ -600,6 +604,14 @@ CASES: Dict[str, Tuple[List[Tuple[Dict[str, Any], str]], Dict[str, Any]]] = {
                 {"name": "data", "mount_path": "/job/data", "claim": "datasets"},
             ]
         },
+    ),
+    "schedule-policy": (
+        [
+            ({J + "schedule_policy": "chip9-node9"}, J + "schedule_policy"),
+            ({J + "schedule_policy": "chip8-node8-ra64-sp"}, J + "schedule_policy"),  # 26.1.0's, not 7.3.0's
+            ({"cluster.mindcluster": "7.3.1", J + "schedule_policy": "multilevel"}, J + "schedule_policy"),
+        ],
+        {J + "schedule_policy": "chip8-node8"},
     ),
     "topology-release": (
         [

@@ -7,7 +7,9 @@ from typing import Dict, Iterable, List
 
 from .. import constants as C
 from .. import releases as R
+from ..errors import shown
 from ..facts import JobFacts
+from ..kubenames import has_backsteps
 from ..profile import Profile
 from .base import Finding, job_rule
 
@@ -33,7 +35,7 @@ def planned_mounts(f: JobFacts) -> Dict[str, str]:
 @job_rule(
     "job-volumes",
     "Each user volume has one source, an absolute mount path and its own name and path",
-    "RT06 steps 7/9 (code, data, output volumes); KUBE volumes",
+    "RT06 steps 7/9 (code, data, output volumes); KUBE volumes; KAPI pkg/apis/core/validation/validation.go:1214",
 )
 def job_volumes(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     """A volume needs exactly one source (host_path, claim, config_map, secret or empty_dir); two
@@ -60,6 +62,13 @@ def job_volumes(profile: Profile, f: JobFacts) -> Iterable[Finding]:
             )
         if v.host_path is not None and not posixpath.isabs(v.host_path):
             yield Finding([where + ".host_path"], "host_path %r is not absolute" % v.host_path, "Use an absolute path.")
+        elif v.host_path is not None and has_backsteps(v.host_path):
+            # the API server refuses the pod (KAPI pkg/apis/core/validation/validation.go:1214 validatePathNoBacksteps)
+            yield Finding(
+                [where + ".host_path"],
+                "host_path %s contains '..', which the API server refuses in a hostPath" % shown(v.host_path),
+                "Write the directory without '..' (e.g. %s)." % shown(posixpath.normpath(v.host_path)),
+            )
         if not posixpath.isabs(v.mount_path) or posixpath.normpath(v.mount_path) != v.mount_path.rstrip("/"):
             yield Finding(
                 [where + ".mount_path"],
@@ -97,6 +106,29 @@ def topology_release(profile: Profile, f: JobFacts) -> Iterable[Finding]:
                 "%s needs MindCluster %s or later, the cluster runs %s" % (field_, gate.since, f.release),
                 "Remove %s or upgrade MindCluster." % field_,
             )
+
+
+@job_rule(
+    "schedule-policy",
+    "schedule_policy is a policy the release's Volcano plugin knows",
+    "VCAPI Table 3; %s; %s" % tuple(t.source for t in R.SCHEDULE_POLICIES),
+)
+def schedule_policy(profile: Profile, f: JobFacts) -> Iterable[Finding]:
+    """The annotation huawei.com/schedule_policy picks the Volcano plugin's placement policy from a
+    closed table; a value the table lacks is ignored without a word and the job placed by its
+    accelerator type instead, so the topology the user asked for silently does not apply."""
+    policy = f.job.schedule_policy
+    if policy is None:
+        return
+    table = R.schedule_policies(f.release)
+    if policy not in table.values:
+        yield Finding(
+            ["%s.schedule_policy" % f.path],
+            "%s is not a schedule policy the Volcano plugin of MindCluster %s knows (its table: %s); the plugin "
+            "would ignore it" % (shown(policy), f.release, table.source.split(", ")[0]),
+            "Write one of %s (the chip and node count of your servers, e.g. chip8-node8 for Atlas 800T A2), "
+            "or remove schedule_policy." % ", ".join(table.values),
+        )
 
 
 @job_rule(

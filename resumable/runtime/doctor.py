@@ -22,7 +22,7 @@ from ..fileio import read_head
 from ..plan.model import JobPlan
 from ..versions import Version, VersionError
 from . import installed
-from .launch import MissingVariable, expand, plan_env
+from .launch import kube_expand, plan_env
 from .torchrun_patch import count_line, read_run_py
 
 OK, WARN, FAIL = "ok", "warn", "fail"
@@ -331,10 +331,7 @@ def run_checks(job: JobPlan, environ: Mapping[str, str], mountinfo: str = "/proc
                 )
             )
             continue
-        try:
-            value = expand(var.value, environ)
-        except MissingVariable:
-            value = var.value
+        value = kube_expand(var.value, environ)[0]
         if have is None:
             checks.append(Check("env %s" % var.name, OK, value, "unset (resumable launch exports it)"))
         elif have == value:

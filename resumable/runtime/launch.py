@@ -66,6 +66,40 @@ def expand(value: str, env: Mapping[str, str]) -> str:
     return _REF.sub(one, value)
 
 
+def kube_expand(value: str, env: Mapping[str, str]) -> Tuple[str, List[str]]:
+    """``value`` as Kubernetes sets a container variable from it (KAPI third_party/forked/golang/
+    expansion/expand.go:38 Expand at k8s.io/kubernetes v1.28.15): ``$(NAME)`` is the value of NAME
+    where it is set and stays as written where it is not, ``$$`` is one ``$``, any other ``$`` is
+    itself (``$HOME`` and ``${HOME}`` are not references). The launch exports the plan's variables
+    so, to agree with the container's own environment; also the names left unresolved."""
+    out: List[str] = []
+    missing: List[str] = []
+    i = 0
+    while i < len(value):
+        char = value[i]
+        if char != "$" or i + 1 == len(value):
+            out.append(char)
+            i += 1
+            continue
+        following = value[i + 1]
+        if following == "$":
+            out.append("$")
+            i += 2
+        elif following == "(" and ")" in value[i + 2 :]:
+            close = value.index(")", i + 2)
+            name = value[i + 2 : close]
+            if name in env:
+                out.append(env[name])
+            else:
+                out.append(value[i : close + 1])
+                missing.append(name)
+            i = close + 1
+        else:
+            out.append("$" + following)
+            i += 2
+    return "".join(out), missing
+
+
 @dataclasses.dataclass
 class Export:
     name: str
@@ -410,12 +444,12 @@ def build_spec(
                     "%s is not set (the job template sets it from %s; %s)" % (var.name, var.field_path, var.reason)
                 )
             continue
-        try:
-            export(var.name, expand(var.value, env), var.reason, warn=True)
-        except MissingVariable as exc:
-            problems.append(
-                "%s is not set, and the plan's %s=%s needs it (the Ascend Operator injects it into an AscendJob)"
-                % (exc.name, var.name, var.value)
+        value, missing = kube_expand(var.value, env)
+        export(var.name, value, var.reason, warn=True)
+        for name in missing:
+            warnings.append(
+                "%s=%s refers to $(%s), which is not set: it stays as written, as Kubernetes leaves it in the "
+                "container's environment" % (var.name, var.value, name)
             )
 
     # 1b. what the job controller does not inject: a Volcano Job's rendezvous from its RankTable (podenv)

@@ -40,7 +40,9 @@ Value = Union[int, str]
 _DECIMAL = re.compile(r"(0|[1-9][0-9]{0,9})")
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}")
 _LABEL = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# the bidirectional embeddings, overrides and isolates the profile refuses too (resumable.binding)
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 INT_MAX = 2**31 - 1
 PORT_MAX = 65535
@@ -64,6 +66,8 @@ def text_problem(value: str) -> Optional[str]:
         return "has bytes that are not UTF-8"
     if _CONTROL.search(value):
         return "contains a control character"
+    if _BIDI.search(value):
+        return "contains a bidirectional-text control character (it shows the text in another order than it runs)"
     return None
 
 

@@ -49,7 +49,8 @@ MANY_JOB = """\
     image: %(image)s
     recovery:
       strategies: [%(strategies)s]
-    env: {NOTE: "%(note)s"}
+    env: {NOTE: "%(env)s"}
+    pod: {annotations: {example.com/note: "%(note)s"}}
 """
 IMAGE = (
     '&image {framework: pytorch, torch: "2.7.1", torch_npu: "2.7.1.post2", cann: "8.5.0", taskd: "7.3.0",'
@@ -70,6 +71,7 @@ def many_jobs_profile(count: int) -> str:
                 "image": IMAGE if i == 0 else "*image",
                 "strategies": "recover, retry" if i % 2 and i % 3 else "",
                 "note": "line one\\nline two" if i % 5 == 0 else "yes",
+                "env": "one line" if i % 5 == 0 else "yes",
             }
         )
     return MANY_HEAD + "".join(jobs)
@@ -137,13 +139,13 @@ def test_adding_or_removing_another_job_changes_no_object_of_a_job() -> None:
     before = job_objects_by_key(text)
     doc = yaml.safe_load(text)
     first = copy.deepcopy(doc["jobs"][1])
-    first.update(name="0-first", namespace="team-0")
+    first.update(name="first", namespace="team-0")
     removed = doc["jobs"].pop(3)["name"]
     doc["jobs"].insert(0, first)
     after = job_objects_by_key(yaml.safe_dump(doc, sort_keys=False))
     profiles = 0
     for key, obj in after.items():
-        if "0-first" in key:
+        if "/first" in key or "-first" in key or "first-" in key:
             continue
         assert before[key] == obj, f"{key} changed when a job was added in front and {removed} removed"
         profiles += key.startswith("ConfigMap/") and "/resumable-profile-" in key

@@ -99,7 +99,7 @@ def test_adding_a_job_in_front_changes_no_existing_object() -> None:
     doc["jobs"].insert(
         0,
         {
-            "name": "0-first",
+            "name": "aa-first",
             "namespace": "team-0",
             "image": {"framework": "pytorch", "torch": "2.1.0", "framework_pt_adapter": "6.0.0", "cann": "8.0.0"},
             "compile": {"mode": "cache"},
@@ -121,14 +121,14 @@ def test_adding_a_job_in_front_changes_no_existing_object() -> None:
     assert {"ConfigMap/resumable-profile-a/team-a", "ConfigMap/resumable-profile-b/team-b"} <= set(jobs_before)
     for key, obj in jobs_before.items():
         assert jobs_after[key] == obj, f"{key} changed when a job was added in front"
-    assert "ConfigMap/resumable-profile-0-first/team-0" in jobs_after
+    assert "ConfigMap/resumable-profile-aa-first/team-0" in jobs_after
     added = sorted(set(after) - set(before))
     assert added == [
-        "Job/0-first-prepare-storage/team-0",
-        "PersistentVolume/0-first-checkpoints-team-0/",
-        "PersistentVolume/0-first-op-cache-team-0/",
-        "PersistentVolumeClaim/0-first-checkpoints/team-0",
-        "PersistentVolumeClaim/0-first-op-cache/team-0",
+        "Job/aa-first-prepare-storage/team-0",
+        "PersistentVolume/aa-first-checkpoints-team-0/",
+        "PersistentVolume/aa-first-op-cache-team-0/",
+        "PersistentVolumeClaim/aa-first-checkpoints/team-0",
+        "PersistentVolumeClaim/aa-first-op-cache/team-0",
     ]
     # and the existing jobs still mount their own claims
     mounts = {j.name: sorted(v.claim_name for v in j.volumes if v.claim_name) for j in plan.jobs}

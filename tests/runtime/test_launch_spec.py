@@ -419,3 +419,33 @@ def test_script_arguments_are_checked_as_the_profiles_are(pod: Dict[str, str]) -
     proc = cli(["launch", "--profile", str(PROCESS_RECOVERY), "--dry-run", "--", "train.py", "--x=\nid"], env)
     assert_one_paragraph(proc, ["--x=\\nid", "control character"])
     assert_dry_run_script(proc.stdout)
+
+
+def test_profile_values_a_shell_reads_stay_words_of_the_printed_script(pod: Dict[str, str], tmp_path: Path) -> None:
+    """Issue 35: jobs[].script_args and jobs[].env values a shell would read as commands are printed
+    quoted; the dry run's script run by a real shell passes each on exactly as written and runs
+    nothing it holds (the launcher replaced by a recorder of its arguments and environment)."""
+    import yaml
+
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    args = ["$(touch %s/a)" % marks, "; touch %s/b" % marks, "`touch %s/c`" % marks, 'it\'s "q" \\ x', "--lr=1", ""]
+    value = "$(touch %s/d); `touch %s/e` 'x' \"y\" \\ $HOME" % (marks, marks)
+    doc = yaml.safe_load((EXAMPLES / "job-level-minimal.yaml").read_text(encoding="utf-8"))
+    doc["jobs"][0].update(script="train+v2.py", script_args=args, env={"SHELL_READS": value})
+    profile = tmp_path / "profile.yaml"
+    profile.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    code, out, err = dry_run(profile, dict(pod, RANK="0", **POD))
+    assert code == 0, out + err
+    assert_dry_run_script(out)
+    launcher = Path(commands(out)[-1][0])
+    executable(
+        launcher, '#!/bin/sh\nprintf "%s\\0" "$@" > "$RECORD.argv"\nprintf "%s" "$SHELL_READS" > "$RECORD.env"\n'
+    )
+    record = tmp_path / "record"
+    done = subprocess.run(["/bin/sh", "-c", out], env=dict(pod, RECORD=str(record)), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert sorted(marks.iterdir()) == [], "the shell ran a command held in a value"
+    argv = record.with_suffix(".argv").read_text(encoding="utf-8").split("\0")[:-1]
+    assert argv[-len(args) - 1 :] == ["train+v2.py", *args]
+    assert record.with_suffix(".env").read_text(encoding="utf-8") == value
