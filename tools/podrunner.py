@@ -303,7 +303,7 @@ def field_value(pod: Obj, path: str) -> str:
         "status.podIP": status.get("podIP", "127.0.0.1"),
         "status.hostIP": status.get("hostIP", "127.0.0.1"),
     }
-    return values.get(path, "")
+    return str(values.get(path, ""))
 
 
 def container_env(pod: Obj, container: Obj) -> Dict[str, str]:
