@@ -1,8 +1,10 @@
 """Command line: ``resumable validate|plan|schema|render|docs``; the runtime commands (``launch``,
-``doctor``, ``image``) are registered by :mod:`resumable.runtime`.
+``doctor``, ``timeline``, ``drill``, ``image patch-torchrun``) are registered by :mod:`resumable.runtime`,
+``image context`` and ``image wheel-deps`` by :mod:`resumable.image`.
 
 Exit codes: 0 success, 2 invalid input (unreadable file, bad YAML, schema error, rule errors, or
-warnings with --strict, an output place that may not be written), 3 internal error, 130 / 143
+warnings with --strict, an output place that may not be written, a standard output that cannot take
+the output: a full disk, the file size limit), 3 internal error, 130 / 143
 after Ctrl-C / SIGTERM (once what was being written is cleaned up), 141 when the reader of the
 output went away (``resumable schema | head``: a closed pipe ends the command quietly, as SIGPIPE
 ends other tools). Output is written in whatever encoding the terminal or PYTHONIOENCODING
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import os
 import sys
 from typing import Any, Dict, List, Optional, Sequence, TextIO
@@ -27,6 +30,7 @@ from .binding import json_schema
 from .choices import Arch, Chip, values
 from .errors import ProfileErrors, ResumableError, for_people, shown, unicode_ok
 from .fileio import Terminated
+from .options import add_format
 from .plan.model import Note
 from .plan.text import render_text
 from .profile import Profile
@@ -419,18 +423,6 @@ def _add_examples(sub: Any) -> None:
             cmd.formatter_class = argparse.RawDescriptionHelpFormatter
 
 
-def add_format(p: argparse.ArgumentParser, *choices: str) -> None:
-    """``--format`` the same way on every command: the choices it has, the first the default; text is for
-    people (findings on stderr), json and yaml are one document on stdout."""
-    p.add_argument(
-        "--format",
-        choices=list(choices),
-        default=choices[0],
-        help="%s (default %s): text for people, findings on stderr; json and yaml: one document on stdout"
-        % (", ".join(choices), choices[0]),
-    )
-
-
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="resumable",
@@ -527,9 +519,15 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--check", action="store_true", help="only report files that are out of date")
     d.set_defaults(func=cmd_docs)
 
-    from .runtime import add_commands
+    from .image import add_commands as add_image_commands
+    from .runtime import add_commands, add_image_steps
 
     add_commands(sub)
+    im = sub.add_parser("image", help="build the training image: context, run.py patch, wheel dependencies")
+    isub = im.add_subparsers(dest="image_command", metavar="COMMAND")
+    isub.required = True
+    add_image_steps(isub)
+    add_image_commands(isub)
     _add_examples(sub)
     return p
 
@@ -543,27 +541,104 @@ def _output_errors_escape() -> None:
                 reconfigure(errors="backslashreplace")
 
 
-def _pipe_closed() -> int:
-    """The reader went away: no message (there is nobody to read it on stdout, and on stderr it
-    would only be noise after `| head`), and no second error when Python flushes stdout at exit."""
+def _discard_output() -> None:
+    """What is left for stdout goes nowhere (no second error when Python flushes it at exit)."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
     except (OSError, ValueError, AttributeError):
         pass
+
+
+def _pipe_closed() -> int:
+    """The reader went away: no message (there is nobody to read it on stdout, and on stderr it
+    would only be noise after `| head`), and no second error when Python flushes stdout at exit."""
+    _discard_output()
     return EXIT_PIPE
+
+
+class OutputError(ResumableError):
+    """The command's output could not be written: it is not our bug, and not the input's either, but
+    the place the output goes to (a full disk, the file size limit)."""
+
+
+#: why a write to stdout can fail, and what to do (the file size limit: Python ignores SIGXFSZ, so the
+#: write fails with EFBIG)
+_OUTPUT_FIXES = {
+    errno.EFBIG: "The output is larger than this process may write to a file (the file size limit, "
+    "`ulimit -f`): raise the limit, or pipe the output into the program that reads it.",
+    errno.ENOSPC: "The disk the output goes to is full: write it to another one, or pipe it.",
+    errno.EDQUOT: "The disk quota of the place the output goes to is used up: write it elsewhere, or pipe it.",
+}
+
+
+class _Output:
+    """Standard output for a command: every character is written, or the command fails. A write or flush
+    the system refuses (not a closed pipe) becomes an :class:`OutputError`, reported as one paragraph
+    with exit 2 instead of an internal error. Text goes to the byte stream under it in a loop: with an
+    unbuffered stdout (PYTHONUNBUFFERED=1, common in images) a write the file size limit cuts short is
+    taken as whole by the text layer, and the rest of the output was lost without a word."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def _failed(self, exc: OSError) -> OutputError:
+        return OutputError(
+            "cannot be written (%s)" % (exc.strerror or exc),
+            "standard output",
+            _OUTPUT_FIXES.get(exc.errno or 0, "Write the output where it fits, or pipe it."),
+        )
+
+    def _write_bytes(self, buffer: Any, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            n = buffer.write(view)
+            if not n:  # None: it would block; 0: it takes nothing
+                raise OSError(errno.EAGAIN, "the output takes no more bytes")
+            view = view[n:]
+
+    def write(self, text: str) -> int:
+        buffer = getattr(self._stream, "buffer", None)
+        try:
+            if buffer is None:
+                return self._stream.write(text)
+            self._stream.flush()  # what the text layer holds goes first
+            encoding = getattr(self._stream, "encoding", None) or "utf-8"
+            self._write_bytes(buffer, text.encode(encoding, getattr(self._stream, "errors", None) or "strict"))
+            return len(text)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise self._failed(exc) from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise self._failed(exc) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     _output_errors_escape()
     args = parser().parse_args(argv)
+    stdout = sys.stdout
+    sys.stdout = _Output(stdout)
     try:
         code: int = args.func(args)
         sys.stdout.flush()
         return code
     except BrokenPipeError:
         return _pipe_closed()
+    except OutputError as exc:
+        print("error: %s" % exc, file=sys.stderr)
+        _discard_output()
+        return exc.exit_code
     except ProfileErrors as exc:
         print("error: " + "\n".join(exc.lines()), file=sys.stderr)
         return exc.exit_code
@@ -585,6 +660,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             file=sys.stderr,
         )
         return EXIT_INTERNAL
+    finally:
+        sys.stdout = stdout
 
 
 if __name__ == "__main__":

@@ -28,6 +28,25 @@ def escape_controls(text: str) -> str:
     return _CONTROL.sub(one, text)
 
 
+#: what cannot be passed on as text: C0/C1 control characters, DEL and the Unicode line separators,
+#: and lone surrogates (bytes that are not UTF-8)
+_C0_C1 = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: the bidirectional embeddings, overrides and isolates the profile refuses too (resumable.binding)
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
+
+
+def text_problem(value: str) -> Optional[str]:
+    """Why ``value`` cannot be passed on as text (and printed as one shell word), or None."""
+    if _SURROGATE.search(value):
+        return "has bytes that are not UTF-8"
+    if _C0_C1.search(value):
+        return "contains a control character"
+    if _BIDI.search(value):
+        return "contains a bidirectional-text control character (it shows the text in another order than it runs)"
+    return None
+
+
 def unicode_ok(stream: TextIO) -> bool:
     """Whether ``stream``'s encoding can hold any character (UTF-8 and friends); with ``ascii`` or
     ``latin-1`` JSON and YAML output escape what the encoding cannot hold."""

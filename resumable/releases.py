@@ -69,7 +69,7 @@ GRACEFUL_MINDSPORE_LAST = Gate("7.1.RC1", "RT01; RT04 (graceful fault tolerance 
 
 # --- stack gates: what the scheduling-stack manifests of a release change ----------------------------
 # Read off the release manifests (MC:@<tag> component/*/build/*.yaml); the flags of
-# resumable.manifests.traits are named after these and set from them.
+# resumable.traits are named after these and set from them.
 #: NodeD and the device plugin read driver, pingmesh and profiling paths; ClusterD mounts its
 #: customisation and slow-node dirs and watches AscendJobs; the operator may use statefulsets.
 FULL_FAULT_PATHS = Gate(

@@ -1,7 +1,7 @@
 """``RuntimeImage``: the training runtime image of one job, built with pulumi-docker-build, or a
 prebuilt reference from stack config.
 
-The build context comes from ``resumable.runtime.context.prepare_context(plan, job, out_dir)``
+The build context comes from ``resumable.image.context.prepare_context(plan, job, out_dir)``
 (the Dockerfile of images/runtime/, this project's source, the vendor wheel files checked against
 their sha256, the profile; the contract is in the developers' guide). The image is pushed to the
 configured registry (credentials are Pulumi secrets) and :attr:`RuntimeImage.ref` is the pushed
@@ -38,8 +38,8 @@ def cache_ref(tag: str) -> str:
 
 
 def default_context_factory() -> ContextFactory:
-    """``resumable.runtime.context.prepare_context``, imported only when a build is needed."""
-    from resumable.runtime.context import prepare_context
+    """``resumable.image.context.prepare_context``, imported only when a build is needed."""
+    from resumable.image.context import prepare_context
 
     factory: ContextFactory = prepare_context
     return factory
@@ -101,7 +101,7 @@ class RuntimeImage(pulumi.ComponentResource):
         "" when nothing is missing or this is not a preview."""
         if args.prebuilt or not pulumi.runtime.is_dry_run():
             return ""
-        from resumable.runtime.context import check_wheel_files
+        from resumable.image.context import check_wheel_files
 
         job = next(j for j in args.plan.jobs if j.name == args.job)
         try:

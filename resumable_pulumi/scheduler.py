@@ -41,8 +41,8 @@ from resumable.constants import (
 from resumable.errors import ResumableError
 from resumable.manifests import Stage, build_stages
 from resumable.manifests.device_plugin import names as device_plugin_names
-from resumable.manifests.traits import traits
 from resumable.plan.model import SchedulerPlan
+from resumable.traits import traits
 
 from .kinds import create, logical_name, object_key, pull_secret
 

@@ -441,8 +441,7 @@ def test_npu_daemonset_selector_covers_the_pre_26_1_device_plugin() -> None:
     """Before MindCluster 26.1 the device plugin selects accelerator=huawei-Ascend910 (the 910 variant of
     device-plugin-volcano-v{ver}.yaml), so the driver role's window must remove that label too; the
     selector comes from the same function the device plugin manifest uses."""
-    from resumable.manifests.device_plugin import node_selector
-    from resumable.manifests.traits import traits
+    from resumable.traits import device_plugin_selector, traits
 
     text = (FIXTURES / "profiles" / "site.yaml").read_text()
     old = load_plan_text(text).nodes
@@ -450,6 +449,6 @@ def test_npu_daemonset_selector_covers_the_pre_26_1_device_plugin() -> None:
         C.NODE_LABEL_WORKER: C.NODE_LABEL_WORKER_VALUE,
         C.NODE_LABEL_ACCELERATOR: "huawei-Ascend910",
     }
-    assert node_selector(traits("7.3.0"), old.worker_selector).items() <= old.npu_daemonset_selector.items()
+    assert device_plugin_selector(traits("7.3.0"), old.worker_selector).items() <= old.npu_daemonset_selector.items()
     new = load_plan_text(text.replace('mindcluster: "7.3.0"', 'mindcluster: "26.1.0"')).nodes
     assert new.npu_daemonset_selector == new.worker_selector

@@ -29,7 +29,7 @@ from conftest import EXAMPLES, ROOT
 import resumable
 from resumable.api import load_plan
 from resumable.errors import ResumableError
-from resumable.runtime import context
+from resumable.image import context
 
 DOCKERFILE = ROOT / "images" / "runtime" / "Dockerfile"
 #: what a copy without git leaves out (build output, virtualenvs, caches)
@@ -121,7 +121,7 @@ def _site_packages(inst: Installed) -> Path:
 def test_the_wheel_holds_the_files_read_at_run_time(installed: Installed) -> None:
     with zipfile.ZipFile(installed.wheel) as z:
         names = set(z.namelist())
-        assert z.read("resumable/runtime/Dockerfile") == DOCKERFILE.read_bytes()
+        assert z.read("resumable/image/Dockerfile") == DOCKERFILE.read_bytes()
         assert "resumable/runtime/startup/sitecustomize.py" in names
         assert "resumable/py.typed" in names
         (meta_name,) = (n for n in names if n.endswith(".dist-info/METADATA"))
@@ -221,7 +221,7 @@ def test_image_context_from_the_wheel(installed: Installed) -> None:
     assert (ctx / "Dockerfile").read_bytes() == DOCKERFILE.read_bytes()
     (own,) = (ctx / "resumable").glob("ascend_resumable-%s-*.whl" % resumable.__version__)
     with zipfile.ZipFile(own) as z:
-        assert z.read("resumable/runtime/Dockerfile") == DOCKERFILE.read_bytes()
+        assert z.read("resumable/image/Dockerfile") == DOCKERFILE.read_bytes()
     assert "podman build --platform linux/arm64 -f %s" % (ctx / "Dockerfile") in done.stdout
 
 

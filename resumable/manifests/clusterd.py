@@ -15,10 +15,10 @@ from ..constants import (
     NAMESPACE_MINDX_DL,
     UID_HWMINDX,
 )
+from ..traits import Traits
 from . import k8s
 from .k8s import LogDir, Obj, Rule
 from .settings import CLUSTERD, Settings
-from .traits import Traits
 
 NAME = "clusterd"
 HEALTHZ_PORT = 11253

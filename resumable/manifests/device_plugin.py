@@ -9,29 +9,21 @@ relies on its name (INST04).
 
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
+from typing import List, Tuple
 
 from .. import constants as C
-from ..constants import DRIVER_PATH, LOG_ROOT, NAMESPACE_DEVICE_PLUGIN, NODE_LABEL_ACCELERATOR
+from ..constants import DRIVER_PATH, LOG_ROOT, NAMESPACE_DEVICE_PLUGIN
+from ..traits import Traits, device_plugin_selector
 from . import k8s
 from .k8s import LogDir, Obj, Rule
 from .settings import DEVICE_PLUGIN, Settings
-from .traits import Traits
 
 HEALTHZ_PORT = 11251
 #: Node label value the <=26.0 Volcano device-plugin file selects (Atlas training servers).
-ACCELERATOR_910 = "huawei-Ascend910"
 APP_LABEL = C.DEVICE_PLUGIN_APP_LABEL
 CHIP_TAINTS_261 = ("huawei.com/Ascend910", "huawei.com/Ascend310", "huawei.com/Ascend310P", "huawei.com/npu")
 RESET_DIR = C.RESET_CONFIG_HOST_ROOT
 DATATRACE_DIR = "/user/cluster-info/datatrace-config"
-
-
-def node_selector(t: Traits, worker_selector: Dict[str, str]) -> Dict[str, str]:
-    """The device plugin's nodeSelector: ``workerselector`` from 26.1, ``accelerator: huawei-Ascend910``
-    before (the 910 variant of ``device-plugin-volcano-v{ver}.yaml``). The driver role removes it from a node
-    for its maintenance window (plan ``nodes.npu_daemonset_selector``)."""
-    return dict(worker_selector) if t.merged_device_plugin else {NODE_LABEL_ACCELERATOR: ACCELERATOR_910}
 
 
 def names(t: Traits) -> List[str]:
@@ -159,7 +151,7 @@ def objects(s: Settings) -> List[Obj]:
         "securityContext": dict(k8s.SECCOMP_RUNTIME_DEFAULT),
         **s.pod_extras(),
     }
-    pod["nodeSelector"] = node_selector(t, s.worker_selector)
+    pod["nodeSelector"] = device_plugin_selector(t, s.worker_selector)
     if t.merged_device_plugin:
         pod["affinity"] = {
             "nodeAffinity": {

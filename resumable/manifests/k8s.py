@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..constants import LOG_ROOT
-from .traits import Traits
+from ..traits import Traits
 
 Obj = Dict[str, Any]
 #: (apiGroups, resources, verbs) as written in a ClusterRole rule.

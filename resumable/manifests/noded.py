@@ -9,10 +9,10 @@ from typing import List, Tuple
 
 from .. import constants as C
 from ..constants import DRIVER_PATH, ENV_XDL_IP, LOG_ROOT, NAMESPACE_MINDX_DL
+from ..traits import Traits
 from . import k8s
 from .k8s import LogDir, Obj, Rule
 from .settings import NODED, Settings
-from .traits import Traits
 
 NAME = "noded"
 HEALTHZ_PORT = 11255

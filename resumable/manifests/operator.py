@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import List
 
 from ..constants import LOG_ROOT, NAMESPACE_MINDX_DL, RANKTABLE_HOST_ROOT, UID_HWMINDX
+from ..traits import Traits
 from . import k8s
 from .k8s import LogDir, Obj, Rule
 from .settings import ASCEND_OPERATOR, Settings
-from .traits import Traits
 
 NAME = "ascend-operator-manager"
 APP = "controller-manager"

@@ -12,8 +12,8 @@ from ..choices import Component, values
 from ..constants import NODE_LABEL_MASTER, NODE_LABEL_MASTER_VALUE, NODE_LABEL_WORKER, NODE_LABEL_WORKER_VALUE
 from ..errors import ResumableError, shown
 from ..plan.model import SchedulerPlan
+from ..traits import traits
 from .k8s import Obj, resources
-from .traits import traits
 
 VOLCANO_SCHEDULER = "volcano-scheduler"
 VOLCANO_CONTROLLERS = "volcano-controllers"

@@ -14,11 +14,11 @@ import yaml
 from .. import constants as C
 from .. import releases as R
 from ..constants import LOG_ROOT, NAMESPACE_VOLCANO, UID_HWMINDX
+from ..traits import traits
 from ..versions import Version
 from . import k8s
 from .k8s import LogDir, Obj, Rule
 from .settings import VOLCANO_CONTROLLERS, VOLCANO_SCHEDULER, Settings
-from .traits import traits
 
 MONITORING_NAMESPACE = "volcano-monitoring"
 SCHEDULER_CONFIGMAP = "volcano-scheduler-configmap"

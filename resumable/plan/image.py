@@ -13,6 +13,12 @@ from ..formats import built_image_reference
 from .model import ImagePlan, Note, WheelPlan
 
 
+def module_of_import(line: str) -> str:
+    """The module of a run.py patch line: ``import a.b.c`` -> ``a.b.c``."""
+    words = line.split()
+    return words[1] if len(words) >= 2 and words[0] == "import" else line
+
+
 def _resolve(path: Optional[str], profile_dir: Optional[str]) -> Optional[str]:
     """A wheel file path as the image build reads it: absolute, relative ones against the
     profile's directory (the profile travels with its wheels)."""

@@ -9,6 +9,7 @@ from .. import constants as C
 from ..facts import JobFacts
 from ..hardware import ACCELERATOR_TYPES
 from ..profile import Profile
+from ..traits import device_plugin_selector, traits
 from .model import NodePlan, Note, SharedVolumePlan
 
 #: ulimit -n advised for Pod-level rescheduling at scale (RT01 Pod-level constraints).
@@ -97,12 +98,8 @@ def npu_daemonset_selector(release: str) -> Dict[str, str]:
     """Every node label an NPU DaemonSet selects (NodeD and NPU Exporter: workerselector; the device
     plugin: workerselector from 26.1, accelerator=huawei-Ascend910 before; INST01, INST04). Removing
     these labels stops all of them on a node, which the driver role does for its maintenance window."""
-    # imported here: resumable.manifests imports the plan package
-    from ..manifests.device_plugin import node_selector
-    from ..manifests.traits import traits
-
     worker = {C.NODE_LABEL_WORKER: C.NODE_LABEL_WORKER_VALUE}
-    return {**worker, **node_selector(traits(release), worker)}
+    return {**worker, **device_plugin_selector(traits(release), worker)}
 
 
 def job_dirs(storage: Sequence[SharedVolumePlan]) -> List[Dict[str, Any]]:

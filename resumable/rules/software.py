@@ -250,7 +250,7 @@ def wheel_declaration(profile: Profile, f: JobFacts) -> Iterable[Finding]:
                 "Give the file's sha256 as printed by `sha256sum <file>`.",
             )
         if spec.url is not None and spec.sha256 is None:
-            # the image build refuses such a download (resumable.runtime.context); say it here first
+            # the image build refuses such a download (resumable.image.context); say it here first
             yield Finding(
                 [where[0] + ".sha256"],
                 "image.wheels.%s is downloaded from a URL without a sha256 to check it against, which the "

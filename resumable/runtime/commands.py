@@ -1,19 +1,19 @@
-"""The runtime subcommands: launch, doctor, timeline, drill, image patch-torchrun|context|wheel-deps."""
+"""The runtime subcommands: launch, doctor, timeline, drill, and ``image patch-torchrun`` (the build step that
+runs inside the image, on the torch installed there; the other ``image`` commands are :mod:`resumable.image`'s)."""
 
 from __future__ import annotations
 
 import argparse
 import os
-import shlex
 import sys
 from typing import Any, List, Optional, Tuple
 
 from .. import constants as C
 from .. import jsonio
 from ..api import job_plan, load_plan
-from ..errors import ResumableError, shown
+from ..errors import ResumableError
+from ..options import add_format
 from ..plan.model import JobPlan, Plan
-from .podvars import text_problem
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 
@@ -187,43 +187,6 @@ def cmd_patch_torchrun(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_context(args: argparse.Namespace) -> int:
-    from .context import build_commands, prepare_context
-
-    plan = load_plan(args.profile)
-    why = text_problem(os.path.abspath(args.out)) if args.out else None
-    if why is not None:  # the build line below would not be one shell command
-        raise ResumableError(
-            "%s, so the podman build line cannot name it" % why,
-            "--out %s" % shown(args.out),
-            "Name a directory without control characters, in UTF-8.",
-        )
-    ctx = prepare_context(plan, args.job, args.out)
-    job = job_plan(plan, args.job)
-    print("build context for job %s: %s (wheels: %s)" % (job.name, ctx.path, ", ".join(ctx.wheels) or "none"))
-    for argv in build_commands(plan, job, ctx, args.builder):
-        print(" ".join(shlex.quote(a) for a in argv))
-    if not job.image.pullable:
-        print(
-            "note: %s is a local name; the job's pods run it only on nodes that have it loaded. Set image.registry "
-            "(or image.name) in the profile to push it where the nodes pull from." % job.image.reference,
-            file=sys.stderr,
-        )
-    return EXIT_OK
-
-
-def cmd_wheel_deps(args: argparse.Namespace) -> int:
-    from .wheels import public_requirements
-
-    directory = args.dir
-    if not os.path.isdir(directory):
-        raise ResumableError("is not a directory", directory, "Name the wheels/ directory of the build context.")
-    paths = sorted(os.path.join(directory, n) for n in os.listdir(directory) if n.endswith(".whl"))
-    for req in public_requirements(paths):
-        print(req)
-    return EXIT_OK
-
-
 def register(sub: Any) -> None:
     la = sub.add_parser(
         "launch",
@@ -246,7 +209,7 @@ def register(sub: Any) -> None:
 
     do = sub.add_parser("doctor", help="check this container or node against the plan (exit 1 on a failure)")
     _profile_args(do)
-    do.add_argument("--format", choices=["text", "json"], default="text")
+    add_format(do, "text", "json")
     do.add_argument(
         "--node",
         action="append",
@@ -257,7 +220,7 @@ def register(sub: Any) -> None:
 
     tl = sub.add_parser("timeline", help="measured fault-to-restart durations of a recovery timeline vs the budget")
     tl.add_argument("file", metavar="FILE")
-    tl.add_argument("--format", choices=["text", "json"], default="text")
+    add_format(tl, "text", "json")
     tl.add_argument("--events", action="store_true", help="list every event too")
     tl.set_defaults(func=cmd_timeline)
 
@@ -292,27 +255,13 @@ def register(sub: Any) -> None:
     )
     dr.add_argument("--seed", type=int, help="seed of the random moments and ranks")
     dr.add_argument("--launcher-pid", type=int, metavar="PID", help="the launcher to drill when more than one runs")
-    dr.add_argument("--format", choices=["text", "json"], default="text")
+    add_format(dr, "text", "json")
     dr.set_defaults(func=cmd_drill)
 
-    im = sub.add_parser("image", help="build the training image: context, run.py patch, wheel dependencies")
-    isub = im.add_subparsers(dest="image_command", metavar="COMMAND")
-    isub.required = True
+
+def register_image_steps(isub: Any) -> None:
+    """``resumable image patch-torchrun``: the image build's step that runs inside the image."""
     pt = isub.add_parser("patch-torchrun", help="put the plan's import line into torch/distributed/run.py exactly once")
     _profile_args(pt)
     pt.add_argument("--undo", action="store_true", help="remove the line again")
     pt.set_defaults(func=cmd_patch_torchrun)
-    cx = isub.add_parser("context", help="write the image build context (Dockerfile, wheels, resumable, profile)")
-    cx.add_argument("profile", metavar="PROFILE")
-    cx.add_argument("--job", metavar="NAME")
-    cx.add_argument("--out", required=True, metavar="DIR")
-    cx.add_argument(
-        "--builder",
-        choices=["podman", "docker"],
-        default="podman",
-        help="the tool of the printed build and push lines (docker: docker buildx build --load)",
-    )
-    cx.set_defaults(func=cmd_context)
-    wd = isub.add_parser("wheel-deps", help="print the public requirements of the vendor wheels in DIR")
-    wd.add_argument("dir", metavar="DIR")
-    wd.set_defaults(func=cmd_wheel_deps)

@@ -13,13 +13,13 @@ import os
 import pwd
 import sys
 import tempfile
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Callable, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 from .. import constants as C
 from .. import releases
 from ..errors import ResumableError, escape_controls
 from ..fileio import read_head
-from ..plan.model import JobPlan
+from ..plan.model import EnvVar, JobPlan, WheelPlan
 from ..versions import Version, VersionError
 from . import installed
 from .launch import kube_expand, plan_env
@@ -202,30 +202,22 @@ def _run_py_check(run_py: str, wanted_line: Optional[str]) -> Check:
     return Check("run.py patch", OK, "none", "none")
 
 
-def run_checks(job: JobPlan, environ: Mapping[str, str], mountinfo: str = "/proc/self/mountinfo") -> List[Check]:
-    checks: List[Check] = [python_check()]
-    img = job.image
+class Container(NamedTuple):
+    """What the checks look at: the job's plan, this container's environment, its mount table."""
 
-    # framework and CANN
-    if job.framework == "pytorch":
-        checks.append(
-            _version_check(
-                "torch", img.torch, installed.dist_version("torch"), True, "The base image must carry torch."
-            )
-        )
-        # a FrameworkPTAdapter release (6.0.RC3) names no pip version to compare with
-        npu = img.torch_npu if img.torch_npu and _pip_style(img.torch_npu) else None
-        checks.append(
-            _version_check(
-                "torch_npu",
-                npu,
-                installed.dist_version("torch_npu"),
-                img.torch_npu is not None,
-                "The base image must carry torch_npu for Ascend NPUs.",
-            )
-        )
-    else:
-        checks.append(
+    job: JobPlan
+    environ: Mapping[str, str]
+    mountinfo: str
+
+
+def _python(c: Container) -> List[Check]:
+    return [python_check()]
+
+
+def _framework(c: Container) -> List[Check]:
+    img = c.job.image
+    if c.job.framework != "pytorch":
+        return [
             _version_check(
                 "mindspore",
                 img.mindspore,
@@ -233,150 +225,157 @@ def run_checks(job: JobPlan, environ: Mapping[str, str], mountinfo: str = "/proc
                 True,
                 "The base image must carry MindSpore.",
             )
-        )
-    cann, info, unreadable = cann_version(environ)
+        ]
+    # a FrameworkPTAdapter release (6.0.RC3) names no pip version to compare with
+    npu = img.torch_npu if img.torch_npu and _pip_style(img.torch_npu) else None
+    return [
+        _version_check("torch", img.torch, installed.dist_version("torch"), True, "The base image must carry torch."),
+        _version_check(
+            "torch_npu",
+            npu,
+            installed.dist_version("torch_npu"),
+            img.torch_npu is not None,
+            "The base image must carry torch_npu for Ascend NPUs.",
+        ),
+    ]
+
+
+def _cann(c: Container) -> List[Check]:
+    img = c.job.image
+    cann, info, unreadable = cann_version(c.environ)
     check = _version_check("CANN", img.cann, cann, img.cann is not None, "Install the CANN toolkit in the base image.")
     if info:
         check.found += " (%s)" % info
     elif unreadable:
         check.status, check.found = FAIL, "unreadable: %s" % unreadable
-    checks.append(check)
+    return [check]
 
-    # launcher command
-    exe = installed.find_command(job.launcher.launcher)
-    checks.append(
-        Check(
-            "launcher",
-            OK if exe else FAIL,
-            job.launcher.launcher,
-            exe or "not found",
-            "" if exe else "The framework provides %s; install it in the image." % job.launcher.launcher,
+
+def _launcher(c: Container) -> List[Check]:
+    name = c.job.launcher.launcher
+    exe = installed.find_command(name)
+    fix = "" if exe else "The framework provides %s; install it in the image." % name
+    return [Check("launcher", OK if exe else FAIL, name, exe or "not found", fix)]
+
+
+def _wheel(wheel: WheelPlan) -> Check:
+    module = VENDOR_IMPORTS.get(wheel.name, wheel.name)
+    version = installed.dist_version(wheel.name)
+    wanted = "%s %s, `import %s`" % (wheel.name, wheel.version or "", module)
+    if version is None and installed.package_dir(wheel.name) is None:
+        return Check(
+            wheel.name,
+            FAIL,
+            wanted,
+            "not installed",
+            "Build the image with `resumable image context` (installs image.wheels).",
         )
-    )
+    ok, output = installed.check_import(module)
+    if not ok:
+        return Check(wheel.name, FAIL, wanted, "import fails: %s" % output, "Reinstall the %s wheel." % wheel.name)
+    if wheel.version and version and not installed.same_version(wheel.version, version):
+        return Check(
+            wheel.name,
+            FAIL,
+            wanted,
+            "%s %s" % (wheel.name, version),
+            "Install the wheel of the version the profile names.",
+        )
+    return Check(wheel.name, OK, wanted, "%s %s" % (wheel.name, version or "(no metadata)"))
 
-    # vendor packages
-    for wheel in img.wheels:
-        module = VENDOR_IMPORTS.get(wheel.name, wheel.name)
-        version = installed.dist_version(wheel.name)
-        wanted = "%s %s, `import %s`" % (wheel.name, wheel.version or "", module)
-        if version is None and installed.package_dir(wheel.name) is None:
-            checks.append(
-                Check(
-                    wheel.name,
-                    FAIL,
-                    wanted,
-                    "not installed",
-                    "Build the image with `resumable image context` (installs image.wheels).",
-                )
-            )
-            continue
-        ok, output = installed.check_import(module)
-        if not ok:
-            checks.append(
-                Check(wheel.name, FAIL, wanted, "import fails: %s" % output, "Reinstall the %s wheel." % wheel.name)
-            )
-        elif wheel.version and version and not installed.same_version(wheel.version, version):
-            checks.append(
-                Check(
-                    wheel.name,
-                    FAIL,
-                    wanted,
-                    "%s %s" % (wheel.name, version),
-                    "Install the wheel of the version the profile names.",
-                )
-            )
-        else:
-            checks.append(Check(wheel.name, OK, wanted, "%s %s" % (wheel.name, version or "(no metadata)")))
 
-    # run.py patch
-    run_py = installed.torch_run_py() if job.framework == "pytorch" else None
+def _wheels(c: Container) -> List[Check]:
+    return [_wheel(wheel) for wheel in c.job.image.wheels]
+
+
+def _run_py(c: Container) -> List[Check]:
+    img = c.job.image
+    run_py = installed.torch_run_py() if c.job.framework == "pytorch" else None
     if run_py is not None and os.path.lexists(run_py):
-        checks.append(_run_py_check(run_py, img.runpy_patch))
-    elif job.framework == "pytorch" and img.runpy_patch:
-        checks.append(Check("run.py patch", FAIL, "`%s` once" % img.runpy_patch, "torch not installed"))
+        return [_run_py_check(run_py, img.runpy_patch)]
+    if c.job.framework == "pytorch" and img.runpy_patch:
+        return [Check("run.py patch", FAIL, "`%s` once" % img.runpy_patch, "torch not installed")]
+    return []
 
-    # libtaskd.so
-    if job.launcher.ld_preload:
-        lib = installed.libtaskd_path()
-        if lib is None or not os.path.exists(lib):
-            checks.append(
-                Check(
-                    "libtaskd.so", FAIL, C.LIBTASKD_RELATIVE, lib or "taskd not installed", "Install the TaskD wheel."
-                )
-            )
-        elif os.path.islink(lib) or not os.path.isfile(lib):
-            checks.append(
-                Check(
-                    "libtaskd.so",
-                    WARN,
-                    "a regular file",
-                    "%s is a link" % lib,
-                    "TaskD loads the file itself; install the wheel as shipped.",
-                )
-            )
-        else:
-            checks.append(Check("libtaskd.so", OK, C.LIBTASKD_RELATIVE, lib))
 
-    # environment against the plan
-    for var in plan_env(job):
-        have = environ.get(var.name)
-        if var.value is None:
-            checks.append(
-                Check(
-                    "env %s" % var.name,
-                    OK if have else WARN,
-                    "from %s" % var.field_path,
-                    have or "unset",
-                    "" if have else "Inside a pod the job template sets it (%s)." % var.reason,
-                )
-            )
-            continue
-        value = kube_expand(var.value, environ)[0]
-        if have is None:
-            checks.append(Check("env %s" % var.name, OK, value, "unset (resumable launch exports it)"))
-        elif have == value:
-            checks.append(Check("env %s" % var.name, OK, value, have))
-        else:
-            checks.append(
-                Check(
-                    "env %s" % var.name,
-                    FAIL,
-                    value,
-                    have,
-                    "Something else sets %s; remove it (the plan's value: %s)." % (var.name, var.reason),
-                )
-            )
+def _libtaskd(c: Container) -> List[Check]:
+    if not c.job.launcher.ld_preload:
+        return []
+    lib = installed.libtaskd_path()
+    if lib is None or not os.path.exists(lib):
+        return [
+            Check("libtaskd.so", FAIL, C.LIBTASKD_RELATIVE, lib or "taskd not installed", "Install the TaskD wheel.")
+        ]
+    if os.path.islink(lib) or not os.path.isfile(lib):
+        fix = "TaskD loads the file itself; install the wheel as shipped."
+        return [Check("libtaskd.so", WARN, "a regular file", "%s is a link" % lib, fix)]
+    return [Check("libtaskd.so", OK, C.LIBTASKD_RELATIVE, lib)]
 
-    # compile cache on shared storage
-    if job.launcher.compile_mode == "cache":
-        path = next((v.value for v in plan_env(job) if v.name == C.ENV_ASCEND_CACHE_PATH and v.value), None)
-        if path:
-            checks.append(_cache_check(path, mountinfo))
 
-    # the run user
+def _env_var(var: EnvVar, environ: Mapping[str, str]) -> Check:
+    name = "env %s" % var.name
+    have = environ.get(var.name)
+    if var.value is None:
+        fix = "" if have else "Inside a pod the job template sets it (%s)." % var.reason
+        return Check(name, OK if have else WARN, "from %s" % var.field_path, have or "unset", fix)
+    value = kube_expand(var.value, environ)[0]
+    if have is None:
+        return Check(name, OK, value, "unset (resumable launch exports it)")
+    if have == value:
+        return Check(name, OK, value, have)
+    fix = "Something else sets %s; remove it (the plan's value: %s)." % (var.name, var.reason)
+    return Check(name, FAIL, value, have, fix)
+
+
+def _environment(c: Container) -> List[Check]:
+    return [_env_var(var, c.environ) for var in plan_env(c.job)]
+
+
+def _compile_cache(c: Container) -> List[Check]:
+    if c.job.launcher.compile_mode != "cache":
+        return []
+    path = next((v.value for v in plan_env(c.job) if v.name == C.ENV_ASCEND_CACHE_PATH and v.value), None)
+    return [_cache_check(path, c.mountinfo)] if path else []
+
+
+def _run_user(c: Container) -> List[Check]:
+    img = c.job.image
+    name, wanted = "user %s" % img.user, "uid=gid=%d" % img.uid
     try:
         entry = pwd.getpwnam(img.user)
-        good = entry.pw_uid == img.uid and entry.pw_gid == img.uid
-        checks.append(
-            Check(
-                "user %s" % img.user,
-                OK if good else FAIL,
-                "uid=gid=%d" % img.uid,
-                "uid=%d gid=%d" % (entry.pw_uid, entry.pw_gid),
-                "" if good else "Hosts and images must share one id (FAQ 337): fix the account.",
-            )
-        )
     except KeyError:
-        checks.append(
-            Check(
-                "user %s" % img.user,
-                FAIL,
-                "uid=gid=%d" % img.uid,
-                "missing",
-                "Create it with uid/gid %d (the image recipe does)." % img.uid,
-            )
-        )
-    return checks
+        return [Check(name, FAIL, wanted, "missing", "Create it with uid/gid %d (the image recipe does)." % img.uid)]
+    good = entry.pw_uid == img.uid and entry.pw_gid == img.uid
+    fix = "" if good else "Hosts and images must share one id (FAQ 337): fix the account."
+    return [Check(name, OK if good else FAIL, wanted, "uid=%d gid=%d" % (entry.pw_uid, entry.pw_gid), fix)]
+
+
+class Checker(NamedTuple):
+    """One family of checks, as kubeadm's preflight ``Checker{Name(), Check()}``: its name and what it finds."""
+
+    name: str
+    check: Callable[[Container], List[Check]]
+
+
+#: every family, in the order the table shows them
+CHECKERS: Tuple[Checker, ...] = (
+    Checker("python", _python),
+    Checker("framework", _framework),
+    Checker("CANN", _cann),
+    Checker("launcher", _launcher),
+    Checker("vendor packages", _wheels),
+    Checker("run.py patch", _run_py),
+    Checker("libtaskd.so", _libtaskd),
+    Checker("environment", _environment),
+    Checker("compile cache", _compile_cache),
+    Checker("run user", _run_user),
+)
+
+
+def run_checks(job: JobPlan, environ: Mapping[str, str], mountinfo: str = "/proc/self/mountinfo") -> List[Check]:
+    """Every check of :data:`CHECKERS` on this container, in order."""
+    container = Container(job, environ, mountinfo)
+    return [check for checker in CHECKERS for check in checker.check(container)]
 
 
 def failed(checks: List[Check]) -> bool:

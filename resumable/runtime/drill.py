@@ -39,8 +39,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from .. import jsonio
 from ..errors import ResumableError, escape_controls
 from ..plan.model import JobPlan
+from .drill_server import FAULTS, SIGNALS
 from .launch import RUNTIME_PREFIX, SOCKET_NAME
-from .supervisor import DRILL_FAULTS, DRILL_SIGNALS
 from .timeline import PHASE_ORDER, Recovery, phase_lines, read_events, recoveries
 
 #: seconds the drill waits for a launcher's answer
@@ -352,10 +352,10 @@ def render(job: str, status: Dict[str, Any], fault: Dict[str, Any], rounds: Sequ
 def fault_request(fault: str, signal_name: str, code: int) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     """What the launcher is asked to inject, and how the report names it; checked (a user error names
     the option)."""
-    if fault not in DRILL_FAULTS:
+    if fault not in FAULTS:
         raise ResumableError("is not a fault", "--fault %s" % escape_controls(fault), "Choose kill, hang or exit.")
     if fault == "kill":
-        names = {s.name: int(s) for s in DRILL_SIGNALS}
+        names = {s.name: int(s) for s in SIGNALS}
         upper = signal_name.upper()
         name = upper if upper.startswith("SIG") else "SIG" + upper
         if name not in names:

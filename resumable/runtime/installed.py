@@ -98,12 +98,6 @@ def libtaskd_path() -> Optional[str]:
     return os.path.join(os.path.dirname(taskd), *C.LIBTASKD_RELATIVE.split("/"))
 
 
-def module_of_import(line: str) -> str:
-    """``import a.b.c`` -> ``a.b.c``."""
-    words = line.split()
-    return words[1] if len(words) >= 2 and words[0] == "import" else line
-
-
 def check_import(module: str, python: str = sys.executable, env: Optional[Dict[str, str]] = None) -> Tuple[bool, str]:
     """Import ``module`` in a fresh interpreter; (ok, last lines of its output when it failed)."""
     try:

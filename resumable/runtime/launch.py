@@ -31,11 +31,11 @@ import socket
 import stat
 import sys
 import tempfile
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .. import constants as C
 from .. import fileio
-from ..errors import ResumableError, escape_controls, shown
+from ..errors import ResumableError, escape_controls, shown, text_problem
 from ..plan.model import EnvVar, JobPlan, PodValue, TorchrunOptions, env_reference
 from . import installed, podenv, podvars
 from .torchrun_patch import count_line, read_run_py
@@ -346,7 +346,7 @@ def _argument_problems(script_argv: Sequence[str]) -> List[str]:
     control characters), so the printed script and the profile agree on what is a mistake."""
     out = []
     for arg in script_argv:
-        why = podvars.text_problem(arg)
+        why = text_problem(arg)
         if why is not None:
             out.append(
                 "the training command's argument %s %s: the profile refuses the same in jobs[].script_args"
@@ -359,7 +359,7 @@ def _output_problems(log_dir: str, manager: bool, runtime_parent: str) -> List[s
     """What would stop the launch when it makes its log directory, appends to the timeline (and the
     Manager's log) and binds the event socket: checked without writing, so the dry run says it too."""
     out: List[str] = []
-    why = podvars.text_problem(log_dir)
+    why = text_problem(log_dir)
     if why is not None or not log_dir:
         out.append("the job log directory %s %s" % (shown(log_dir), why or "is empty"))
         return out
@@ -390,14 +390,296 @@ def _word_problems(exports: Sequence[Export], command: Sequence[str], manager: O
     they are read; this catches what was derived from them."""
     out = []
     for e in exports:
-        why = podvars.text_problem(e.value)
+        why = text_problem(e.value)
         if why is not None:
             out.append("the launch would export %s=%s, which %s" % (e.name, shown(e.value), why))
     for word in [*command, *(manager or [])]:
-        why = podvars.text_problem(word)
+        why = text_problem(word)
         if why is not None:
             out.append("the launch would run a command with the word %s, which %s" % (shown(word), why))
     return out
+
+
+@dataclasses.dataclass
+class _Draft:
+    """A launch being decided: what the steps of :func:`build_spec` read (the plan, the pod's environment,
+    the arguments) and what each adds (exports, the commands, problems, warnings)."""
+
+    job: JobPlan
+    environ: Mapping[str, str]
+    script_argv: Sequence[str]
+    log_dir: Optional[str]
+    env: Dict[str, str]
+    exports: List[Export] = dataclasses.field(default_factory=list)
+    problems: List[str] = dataclasses.field(default_factory=list)
+    warnings: List[str] = dataclasses.field(default_factory=list)
+    #: every value the launcher uses, parsed once (step ``pod values``)
+    parsed: Optional[podvars.PodEnv] = None
+    manager: Optional[List[str]] = None
+    manager_reason: str = "the plan runs no TaskD Manager"
+    exe: str = ""
+    options: List[str] = dataclasses.field(default_factory=list)
+    script: List[str] = dataclasses.field(default_factory=list)
+    private: List[str] = dataclasses.field(default_factory=list)
+    runtime_parent: str = ""
+
+    @property
+    def pod(self) -> podvars.PodEnv:
+        assert self.parsed is not None, "the pod's values are read before any step uses them"
+        return self.parsed
+
+    def export(self, name: str, value: str, reason: str, warn: bool = False) -> None:
+        old = self.env.get(name)
+        if warn and old is not None and old != value:
+            self.warnings.append(
+                "%s=%s in the environment differs from the plan; using %s=%s (%s)" % (name, old, name, value, reason)
+            )
+        self.env[name] = value
+        self.exports.append(Export(name, value, reason))
+
+    def need(self, name: str, why: str) -> Optional[str]:
+        value = self.env.get(name)
+        if name in self.pod.refused:
+            return None  # named already
+        if value is None or value == "":
+            self.problems.append("%s is not set: %s" % (name, why))
+            return None
+        return value
+
+    def inputs(self) -> List[Tuple[str, Optional[str]]]:
+        """The pod facts the launch reads (what the job controller and the downward API inject)."""
+        job = self.job
+        names = INPUTS.get(job.framework, ()) if job.kind == C.ASCENDJOB_KIND else VCJOB_INPUTS
+        out = [(name, self.environ.get(name)) for name in names]
+        for name in (C.ENV_POD_IP, C.ENV_MINDX_TASK_ID):
+            if (name, self.environ.get(name)) not in out:
+                out.append((name, self.environ.get(name)))
+        return out
+
+    def spec(self) -> LaunchSpec:
+        job, launcher = self.job, self.job.launcher
+        return LaunchSpec(
+            job=job.name,
+            framework=job.framework,
+            env=self.env,
+            exports=self.exports,
+            inputs=self.inputs(),
+            command=[self.exe, *self.options, *self.script],
+            manager=self.manager,
+            manager_reason=self.manager_reason,
+            log_dir=self.log_dir or "",
+            grace_seconds=grace_seconds(job),
+            levels=list(job.levels),
+            budget=_budget(job),
+            problems=self.problems,
+            warnings=self.warnings,
+            private_dirs=self.private,
+            hang_timeout=float(launcher.hang_timeout),
+            runtime_parent=self.runtime_parent,
+            start_timeout=float(launcher.start_timeout),
+            max_restarts=launcher.config.max_restarts if isinstance(launcher.config, TorchrunOptions) else None,
+            launcher=launcher.launcher,
+        )
+
+
+def _plan_environment(d: _Draft) -> None:
+    """The container environment of the plan (the job template sets the same; outside one this does)."""
+    for var in plan_env(d.job):
+        if var.value is None:
+            if var.name not in d.env:
+                d.warnings.append(
+                    "%s is not set (the job template sets it from %s; %s)" % (var.name, var.field_path, var.reason)
+                )
+            continue
+        value, missing = kube_expand(var.value, d.env)
+        d.export(var.name, value, var.reason, warn=True)
+        for name in missing:
+            d.warnings.append(
+                "%s=%s refers to $(%s), which is not set: it stays as written, as Kubernetes leaves it in the "
+                "container's environment" % (var.name, var.value, name)
+            )
+
+
+def _volcano_rendezvous(d: _Draft) -> None:
+    """What the job controller does not inject: a Volcano Job's rendezvous from its RankTable (podenv)."""
+    derived, found = podenv.volcano_rendezvous(d.job, d.env)
+    d.problems.extend(found)
+    for name, value, reason in derived:
+        d.export(name, value, reason)
+
+
+def _pod_values(d: _Draft) -> None:
+    """Every value the launcher uses, parsed once into its type and bounds (podvars): what the operator
+    injects, what the RankTable gave, what the plan's $(VAR) references name; msrun node ranks that
+    cannot collide (podenv)."""
+    d.parsed = podvars.read_pod_env(d.env, pod_names(d.job), d.job.launcher.nodes)
+    d.problems.extend(d.pod.problems)
+    d.warnings.extend(_size_warnings(d.job, d.pod))
+    d.problems.extend(podenv.msrun_topology(d.job, d.env, d.pod.number(C.ENV_MS_NODE_RANK)))
+
+
+def _taskd_preload(d: _Draft) -> None:
+    """TaskD: libtaskd.so preloaded into every process, found from the installed package."""
+    if not d.job.launcher.ld_preload:
+        return
+    lib = installed.libtaskd_path()
+    if lib is None:
+        d.problems.append(
+            "taskd is not installed in %s, so LD_PRELOAD cannot name %s (the image recipe installs it from "
+            "image.wheels.taskd)" % (sys.executable, C.LIBTASKD_RELATIVE)
+        )
+    elif not os.path.isfile(lib):
+        d.problems.append("the installed taskd has no %s (a broken TaskD wheel?)" % lib)
+    else:
+        present = [p for p in d.env.get(C.ENV_LD_PRELOAD, "").split(":") if p]
+        value = ":".join([lib] + [p for p in present if p != lib])
+        d.export(C.ENV_LD_PRELOAD, value, "libtaskd.so of the installed taskd (PLR 适配训练脚本)")
+
+
+def _run_py(d: _Draft) -> None:
+    """run.py must carry the plan's import line, or TaskD / the Elastic Agent silently stays out."""
+    d.problems.extend(filter(None, [_run_py_problem(d.job)]))
+
+
+def _manager_runs_here(d: _Draft) -> bool:
+    """Whether the plan puts the TaskD Manager on this pod (rank 0, or the MindSpore scheduler's host)."""
+    tm = d.job.launcher.taskd_manager
+    if tm.where == "rank0":
+        rank = d.need(C.ENV_RANK, "the Ascend Operator injects the pod rank")
+        d.manager_reason = "RANK=%s: the TaskD Manager runs only on rank 0 (PLR 适配训练脚本)" % (
+            rank if rank is not None else "(unset)"
+        )
+        return d.pod.number(C.ENV_RANK) == 0
+    if tm.where == "scheduler":
+        host, pod_ip = d.pod.text(C.ENV_MS_SCHED_HOST), d.pod.text(C.ENV_POD_IP)
+        d.need(C.ENV_MS_SCHED_HOST, "the Ascend Operator injects it")
+        d.need(C.ENV_POD_IP, "the job template sets it from status.podIP")
+        d.manager_reason = (
+            "MS_SCHED_HOST=%s, POD_IP=%s: the TaskD Manager runs only where they are equal (PLR 适配训练脚本)"
+            % (host, pod_ip)
+        )
+        return host is not None and pod_ip is not None and podvars.same_address(host, pod_ip)
+    return False
+
+
+def _taskd_manager(d: _Draft) -> None:
+    """The TaskD Manager, only where the plan puts it."""
+    tm = d.job.launcher.taskd_manager
+    if not tm.enabled or not _manager_runs_here(d):
+        return
+    if tm.where == "rank0":
+        pod_ip = d.need(C.ENV_POD_IP, "rank 0 points MASTER_ADDR at it for the TaskD Manager")
+        if pod_ip:
+            d.export(
+                C.ENV_MASTER_ADDR, pod_ip, "rank 0 hosts the TaskD Manager: MASTER_ADDR=$POD_IP (PLR 适配训练脚本)"
+            )
+    job_id = d.need(tm.job_id_env, "the Ascend Operator injects the job id the TaskD Manager registers")
+    config = {"job_id": job_id or "", "node_nums": tm.node_nums, "proc_per_node": tm.proc_per_node}
+    d.manager = [sys.executable, "-m", MANAGER_MODULE, json.dumps(config, sort_keys=True)]
+    if installed.package_dir("taskd") is None and not any("taskd is not installed" in p for p in d.problems):
+        d.problems.append("taskd is not installed in %s: the TaskD Manager cannot start" % sys.executable)
+
+
+def _ttp_address(d: _Draft) -> None:
+    """MindIO TTP: every rank's processor connects to the controller on the rank-0 pod (podenv)."""
+    derived, found = podenv.ttp_address(d.job, d.env, d.pod.number(C.ENV_RANK))
+    d.problems.extend(found)
+    for name, value, reason in derived:
+        d.export(name, value, reason)
+
+
+def _startup_hook(d: _Draft) -> None:
+    """The start-up hook: worker reports for the timeline and the heartbeat, compile mode without editing
+    user code, the per-attempt store prefix, warm workers."""
+    job, launcher = d.job, d.job.launcher
+    python_path = [p for p in d.env.get("PYTHONPATH", "").split(os.pathsep) if p and p != STARTUP_DIR]
+    d.export("PYTHONPATH", os.pathsep.join([STARTUP_DIR, *python_path]), "start-up hook of resumable launch")
+    if launcher.jit_compile is not None:
+        after = "torch_npu" if job.framework == "pytorch" else "mindspore"
+        source = "RTO 表9/表10" if job.framework == "pytorch" else "MS-OPCOMPILE"
+        d.export(
+            C.ENV_RESUMABLE_JIT_COMPILE,
+            "1" if launcher.jit_compile else "0",
+            "%s (%s)" % (launcher.compile_call, source),
+        )
+        d.export(C.ENV_RESUMABLE_COMPILE_AFTER, after, "made right after the training script imports %s" % after)
+    d.export(
+        C.ENV_RESUMABLE_HEARTBEAT,
+        "%g" % launcher.heartbeat_seconds,
+        "each training process sends a heartbeat; silent for %d s = hung (plan hang_timeout)" % launcher.hang_timeout,
+    )
+    if launcher.attempt_store_prefix:
+        d.export(
+            C.ENV_RESUMABLE_ATTEMPT_STORE,
+            "1",
+            "workers of restart n use PrefixStore('%s<n>') on the agent's store where the torch that runs "
+            "reuses it (>= 2.6; HA72-075)" % C.ATTEMPT_STORE_PREFIX,
+        )
+    if launcher.warm_workers:
+        d.export(
+            C.ENV_RESUMABLE_WARM,
+            "1",
+            "the agent forks the workers of a restart from a process that imported the framework (warm workers)",
+        )
+
+
+def _launcher_command(d: _Draft) -> None:
+    """The launcher command: the program, the plan's options, the training script."""
+    launcher = d.job.launcher
+    d.exe, found, warned = _launcher_program(launcher.launcher)
+    d.problems.extend(found)
+    d.warnings.extend(warned)
+    d.options = launcher.config.argv(_pod_value(d.env, d.problems))
+    d.script = list(d.script_argv) or ([launcher.script, *launcher.script_args] if launcher.script else [])
+    if not d.script:
+        d.problems.append("no training script: give it after `--` or set jobs[].script in the profile")
+    d.problems.extend(_argument_problems(d.script_argv))
+
+
+def _log_dirs(d: _Draft) -> None:
+    """The job-scoped log directory; TaskD's own, which must have mode 0750 (podenv.private_dir)."""
+    launcher = d.job.launcher
+    if d.log_dir is not None and any(v.name == C.ENV_TASKD_LOG_PATH for v in launcher.env):
+        d.export(C.ENV_TASKD_LOG_PATH, os.path.join(d.log_dir, "taskd"), "TaskD's logs under --log-dir")
+    if (launcher.ld_preload or d.manager is not None) and d.env.get(C.ENV_TASKD_LOG_PATH):
+        d.private.append(d.env[C.ENV_TASKD_LOG_PATH])
+    if d.log_dir is None:
+        try:
+            d.log_dir = expand(launcher.log_dir, d.env)
+        except MissingVariable as exc:
+            d.problems.append(
+                "%s is not set, so the job log directory %s has no name; outside an AscendJob pass --log-dir"
+                % (exc.name, launcher.log_dir)
+            )
+            d.log_dir = launcher.log_dir
+
+
+def _what_it_writes(d: _Draft) -> None:
+    """What the launch writes before anything starts (the log directory, its timeline and the Manager's
+    log, the event socket under TMPDIR), checked without writing; what it exports and runs must print as
+    shell words."""
+    d.runtime_parent = tempfile.gettempdir()
+    d.problems.extend(_output_problems(d.log_dir or "", d.manager is not None, d.runtime_parent))
+    d.problems.extend(filter(None, map(podenv.private_dir_problem, d.private)))
+    if not d.pod.refused:  # a value derived from a refused one is not named twice
+        checked = [*d.options, *([] if d.script_argv else d.script)]  # the arguments after -- are named above
+        d.problems.extend(_word_problems(d.exports, [d.exe, *checked], d.manager))
+
+
+#: the steps of a launch's decision, in order (each reads what the earlier ones settled)
+STEPS: Tuple[Tuple[str, Callable[[_Draft], None]], ...] = (
+    ("plan environment", _plan_environment),
+    ("volcano rendezvous", _volcano_rendezvous),
+    ("pod values", _pod_values),
+    ("taskd preload", _taskd_preload),
+    ("run.py patch", _run_py),
+    ("taskd manager", _taskd_manager),
+    ("ttp address", _ttp_address),
+    ("start-up hook", _startup_hook),
+    ("launcher command", _launcher_command),
+    ("log directories", _log_dirs),
+    ("what it writes", _what_it_writes),
+)
 
 
 def build_spec(
@@ -406,221 +688,18 @@ def build_spec(
     script_argv: Sequence[str] = (),
     log_dir: Optional[str] = None,
 ) -> LaunchSpec:
-    env: Dict[str, str] = dict(environ)
-    exports: List[Export] = []
-    problems: List[str] = []
-    warnings: List[str] = []
-    launcher = job.launcher
-
-    def export(name: str, value: str, reason: str, warn: bool = False) -> None:
-        old = env.get(name)
-        if warn and old is not None and old != value:
-            warnings.append(
-                "%s=%s in the environment differs from the plan; using %s=%s (%s)" % (name, old, name, value, reason)
-            )
-        env[name] = value
-        exports.append(Export(name, value, reason))
-
-    def need(name: str, why: str) -> Optional[str]:
-        value = env.get(name)
-        if name in pod.refused:
-            return None  # named already
-        if value is None or value == "":
-            problems.append("%s is not set: %s" % (name, why))
-            return None
-        return value
-
-    names = INPUTS.get(job.framework, ()) if job.kind == C.ASCENDJOB_KIND else VCJOB_INPUTS
-    inputs = [(name, environ.get(name)) for name in names]
-    for name in (C.ENV_POD_IP, C.ENV_MINDX_TASK_ID):
-        if (name, environ.get(name)) not in inputs:
-            inputs.append((name, environ.get(name)))
-
-    # 1. the container environment of the plan (the job template sets the same; outside one this does)
-    for var in plan_env(job):
-        if var.value is None:
-            if var.name not in env:
-                warnings.append(
-                    "%s is not set (the job template sets it from %s; %s)" % (var.name, var.field_path, var.reason)
-                )
-            continue
-        value, missing = kube_expand(var.value, env)
-        export(var.name, value, var.reason, warn=True)
-        for name in missing:
-            warnings.append(
-                "%s=%s refers to $(%s), which is not set: it stays as written, as Kubernetes leaves it in the "
-                "container's environment" % (var.name, var.value, name)
-            )
-
-    # 1b. what the job controller does not inject: a Volcano Job's rendezvous from its RankTable (podenv)
-    derived, found = podenv.volcano_rendezvous(job, env)
-    problems.extend(found)
-    for name, value, reason in derived:
-        export(name, value, reason)
-
-    # 1c. every value the launcher uses, parsed once into its type and bounds (podvars): what the
-    #     operator injects, what the RankTable gave, what the plan's $(VAR) references name; msrun
-    #     node ranks that cannot collide (podenv)
-    pod = podvars.read_pod_env(env, pod_names(job), launcher.nodes)
-    problems.extend(pod.problems)
-    warnings.extend(_size_warnings(job, pod))
-    problems.extend(podenv.msrun_topology(job, env, pod.number(C.ENV_MS_NODE_RANK)))
-
-    # 2. TaskD: libtaskd.so preloaded into every process, found from the installed package
-    if launcher.ld_preload:
-        lib = installed.libtaskd_path()
-        if lib is None:
-            problems.append(
-                "taskd is not installed in %s, so LD_PRELOAD cannot name %s (the image recipe installs it from "
-                "image.wheels.taskd)" % (sys.executable, C.LIBTASKD_RELATIVE)
-            )
-        elif not os.path.isfile(lib):
-            problems.append("the installed taskd has no %s (a broken TaskD wheel?)" % lib)
-        else:
-            present = [p for p in env.get(C.ENV_LD_PRELOAD, "").split(":") if p]
-            value = ":".join([lib] + [p for p in present if p != lib])
-            export(C.ENV_LD_PRELOAD, value, "libtaskd.so of the installed taskd (PLR 适配训练脚本)")
-
-    # 3. run.py must carry the plan's import line, or TaskD / the Elastic Agent silently stays out
-    problems.extend(filter(None, [_run_py_problem(job)]))
-
-    # 4. the TaskD Manager, only where the plan puts it
-    manager: Optional[List[str]] = None
-    tm = launcher.taskd_manager
-    manager_reason = "the plan runs no TaskD Manager"
-    if tm.enabled:
-        here = False
-        if tm.where == "rank0":
-            rank = need(C.ENV_RANK, "the Ascend Operator injects the pod rank")
-            here = pod.number(C.ENV_RANK) == 0
-            manager_reason = "RANK=%s: the TaskD Manager runs only on rank 0 (PLR 适配训练脚本)" % (
-                rank if rank is not None else "(unset)"
-            )
-        elif tm.where == "scheduler":
-            host, pod_ip = pod.text(C.ENV_MS_SCHED_HOST), pod.text(C.ENV_POD_IP)
-            need(C.ENV_MS_SCHED_HOST, "the Ascend Operator injects it")
-            need(C.ENV_POD_IP, "the job template sets it from status.podIP")
-            here = host is not None and pod_ip is not None and podvars.same_address(host, pod_ip)
-            manager_reason = (
-                "MS_SCHED_HOST=%s, POD_IP=%s: the TaskD Manager runs only where they are equal (PLR 适配训练脚本)"
-                % (host, pod_ip)
-            )
-        if here:
-            if tm.where == "rank0":
-                pod_ip = need(C.ENV_POD_IP, "rank 0 points MASTER_ADDR at it for the TaskD Manager")
-                if pod_ip:
-                    export(
-                        C.ENV_MASTER_ADDR,
-                        pod_ip,
-                        "rank 0 hosts the TaskD Manager: MASTER_ADDR=$POD_IP (PLR 适配训练脚本)",
-                    )
-            job_id = need(tm.job_id_env, "the Ascend Operator injects the job id the TaskD Manager registers")
-            config = {"job_id": job_id or "", "node_nums": tm.node_nums, "proc_per_node": tm.proc_per_node}
-            manager = [sys.executable, "-m", MANAGER_MODULE, json.dumps(config, sort_keys=True)]
-            if installed.package_dir("taskd") is None and not any("taskd is not installed" in p for p in problems):
-                problems.append("taskd is not installed in %s: the TaskD Manager cannot start" % sys.executable)
-
-    # 4b. MindIO TTP: every rank's processor connects to the controller on the rank-0 pod (podenv)
-    derived, found = podenv.ttp_address(job, env, pod.number(C.ENV_RANK))
-    problems.extend(found)
-    for name, value, reason in derived:
-        export(name, value, reason)
-
-    # 5. the start-up hook: worker reports for the timeline, compile mode without editing user code
-    python_path = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != STARTUP_DIR]
-    export("PYTHONPATH", os.pathsep.join([STARTUP_DIR, *python_path]), "start-up hook of resumable launch")
-    if launcher.jit_compile is not None:
-        after = "torch_npu" if job.framework == "pytorch" else "mindspore"
-        source = "RTO 表9/表10" if job.framework == "pytorch" else "MS-OPCOMPILE"
-        export(
-            C.ENV_RESUMABLE_JIT_COMPILE,
-            "1" if launcher.jit_compile else "0",
-            "%s (%s)" % (launcher.compile_call, source),
-        )
-        export(C.ENV_RESUMABLE_COMPILE_AFTER, after, "made right after the training script imports %s" % after)
-
-    export(
-        C.ENV_RESUMABLE_HEARTBEAT,
-        "%g" % launcher.heartbeat_seconds,
-        "each training process sends a heartbeat; silent for %d s = hung (plan hang_timeout)" % launcher.hang_timeout,
-    )
-    if launcher.attempt_store_prefix:
-        export(
-            C.ENV_RESUMABLE_ATTEMPT_STORE,
-            "1",
-            "workers of restart n use PrefixStore('%s<n>') on the agent's store where the torch that runs "
-            "reuses it (>= 2.6; HA72-075)" % C.ATTEMPT_STORE_PREFIX,
-        )
-    if launcher.warm_workers:
-        export(
-            C.ENV_RESUMABLE_WARM,
-            "1",
-            "the agent forks the workers of a restart from a process that imported the framework (warm workers)",
-        )
-
-    # 6. the launcher command
-    exe, found, warned = _launcher_program(launcher.launcher)
-    problems.extend(found)
-    warnings.extend(warned)
-    options = launcher.config.argv(_pod_value(env, problems))
-    script = list(script_argv) or ([launcher.script, *launcher.script_args] if launcher.script else [])
-    if not script:
-        problems.append("no training script: give it after `--` or set jobs[].script in the profile")
-    problems.extend(_argument_problems(script_argv))
-    command = [exe, *options, *script]
-
-    # 7. the job-scoped log directory; TaskD's own, which must have mode 0750 (podenv.private_dir)
-    if log_dir is not None and any(v.name == C.ENV_TASKD_LOG_PATH for v in launcher.env):
-        export(C.ENV_TASKD_LOG_PATH, os.path.join(log_dir, "taskd"), "TaskD's logs under --log-dir")
-    private: List[str] = []
-    if (launcher.ld_preload or manager is not None) and env.get(C.ENV_TASKD_LOG_PATH):
-        private.append(env[C.ENV_TASKD_LOG_PATH])
-    if log_dir is None:
-        try:
-            log_dir = expand(launcher.log_dir, env)
-        except MissingVariable as exc:
-            problems.append(
-                "%s is not set, so the job log directory %s has no name; outside an AscendJob pass --log-dir"
-                % (exc.name, launcher.log_dir)
-            )
-            log_dir = launcher.log_dir
-
-    # 8. what the launch writes before anything starts: the log directory, its timeline and the
-    #    Manager's log, the event socket under TMPDIR; what it exports and runs must print as shell words
-    runtime_parent = tempfile.gettempdir()
-    problems.extend(_output_problems(log_dir, manager is not None, runtime_parent))
-    problems.extend(filter(None, map(podenv.private_dir_problem, private)))
-    if not pod.refused:  # a value derived from a refused one is not named twice
-        checked = [*options, *([] if script_argv else script)]  # the arguments after -- are named above
-        problems.extend(_word_problems(exports, [exe, *checked], manager))
-    return LaunchSpec(
-        job=job.name,
-        framework=job.framework,
-        env=env,
-        exports=exports,
-        inputs=inputs,
-        command=command,
-        manager=manager,
-        manager_reason=manager_reason,
-        log_dir=log_dir,
-        grace_seconds=grace_seconds(job),
-        levels=list(job.levels),
-        budget=_budget(job),
-        problems=problems,
-        warnings=warnings,
-        private_dirs=private,
-        hang_timeout=float(launcher.hang_timeout),
-        runtime_parent=runtime_parent,
-        start_timeout=float(launcher.start_timeout),
-        max_restarts=launcher.config.max_restarts if isinstance(launcher.config, TorchrunOptions) else None,
-        launcher=launcher.launcher,
-    )
+    """The launch of ``job`` on this pod: :data:`STEPS` in order over one draft; everything that would make
+    it fail is in ``problems``."""
+    d = _Draft(job, environ, script_argv, log_dir, env=dict(environ))
+    for _, step in STEPS:
+        step(d)
+    return d.spec()
 
 
 def _word(value: str) -> str:
     """``value`` as one shell word; a value a shell word cannot hold (build_spec names it as a
     problem) is shown with its control characters escaped, so the script stays a script."""
-    return shlex.quote(value if podvars.text_problem(value) is None else escape_controls(value))
+    return shlex.quote(value if text_problem(value) is None else escape_controls(value))
 
 
 def render_dry_run(spec: LaunchSpec, profile: str) -> str:

@@ -32,7 +32,7 @@ import re
 from typing import Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Tuple, Union
 
 from .. import constants as C
-from ..errors import shown
+from ..errors import shown, text_problem
 
 #: a parsed value: a number (rank, size, port) or a string (address, id, text)
 Value = Union[int, str]
@@ -40,10 +40,6 @@ Value = Union[int, str]
 _DECIMAL = re.compile(r"(0|[1-9][0-9]{0,9})")
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}")
 _LABEL = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-# the bidirectional embeddings, overrides and isolates the profile refuses too (resumable.binding)
-_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 INT_MAX = 2**31 - 1
 PORT_MAX = 65535
 #: what the operator injects and how; the fix of a malformed size, port or address
@@ -58,17 +54,6 @@ IDS = {
     C.ENV_MINDX_TASK_ID: "the Ascend Operator injects the job's UID",
     C.ENV_RESUMABLE_JOB: "the job templates set the job's name",
 }
-
-
-def text_problem(value: str) -> Optional[str]:
-    """Why ``value`` cannot be passed on as text (and printed as one shell word), or None."""
-    if _SURROGATE.search(value):
-        return "has bytes that are not UTF-8"
-    if _CONTROL.search(value):
-        return "contains a control character"
-    if _BIDI.search(value):
-        return "contains a bidirectional-text control character (it shows the text in another order than it runs)"
-    return None
 
 
 def _decimal(value: str, low: int, high: int) -> Optional[int]:

@@ -1,5 +1,11 @@
 """Runs a :class:`~.launch.LaunchSpec`: the TaskD Manager and the launcher as supervised children.
 
+The supervisor holds the processes, the signals and the event socket. What it sees goes to the
+recovery state (:mod:`.recovery`: the processes, their generations, the fault being recovered, one
+named phase), which returns the events to write (:mod:`.events`); three watchers read that state once
+per loop and take what is late through it: :mod:`.hangwatch`, :mod:`.startwatch`, :mod:`.recoverywatch`.
+The drill's requests are answered by :mod:`.drill_server`.
+
 - Both children start in their own session; the launcher process becomes a child subreaper
   (``prctl(PR_SET_CHILD_SUBREAPER)``), so processes orphaned by a dying agent come back to it and
   are reaped or killed here, never left behind (in a container it is PID 1 and must reap anyway).
@@ -25,7 +31,8 @@
   ``inferred: true`` and no exit code.)
 - Each training process sends a heartbeat every plan.launcher.heartbeat_seconds (start-up hook); one
   silent for the plan's hang timeout (a SIGSTOPped or wedged process) is recorded as ``worker-hang``,
-  the fault of its generation with its rank, and SIGKILLed, so the agent recovers it as a crash.
+  the fault with its rank (marking every running generation: the generation rule of :mod:`.recovery`),
+  and SIGKILLed, so the agent recovers it as a crash.
 - The phases of each recovery go to the timeline (issue 27): ``fault-detected`` when the agent reaped
   the failed process (its monitor noticed), ``workers-stopped`` when every process that ended since the
   fault is gone, ``restart`` when the first new process reports, and from the start-up hook in each new
@@ -39,18 +46,17 @@
   minutes without a word).
 - ``resumable drill`` asks through the same socket: its status, and a fault injected into a local rank
   (a signal, a hang by SIGSTOP, an exit with a code through the process's command socket), logged as
-  ``drill``.
+  ``drill`` (:mod:`.drill_server`).
 - The exit code is the training's: 0 on success; otherwise the exit code of the worker whose
-  failure ended the job (128 + N for a worker killed by signal N, as a shell reports it, so that
-  restartPolicy ExitCode can tell a crash from a user error), else the agent's; 128 + N when the
-  launcher itself was stopped by signal N.
+  failure ended the job (the last fault recorded since the last restart; 128 + N for a worker killed
+  by signal N, as a shell reports it, so that restartPolicy ExitCode can tell a crash from a user
+  error), else the agent's; 128 + N when the launcher itself was stopped by signal N.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
-import dataclasses
 import os
 import select
 import shutil
@@ -61,16 +67,22 @@ import sys
 import tempfile
 import time
 from types import FrameType
-from typing import IO, Any, Dict, List, Optional, Set, Tuple
+from typing import IO, Any, Dict, List, Optional, Tuple
 
 from .. import constants as C
 from .. import jsonio
 from ..errors import ResumableError, escape_controls
 from ..fileio import make_dirs, open_append, os_errors, remove_dirs
+from . import events as E
+from .drill_server import DrillServer
+from .hangwatch import HangWatch
 from .launch import RUNTIME_PREFIX, SOCKET_NAME, LaunchSpec, _host
 from .podenv import private_dir
 from .proctable import ProcStat, descendants, proc_stat, send
-from .timeline import INT_LIMIT, SECONDS_LIMIT, TIME_LIMIT, TimelineWriter
+from .recovery import PHASE_EVENTS, PHASE_TEXT, SYSTEM_CLOCK, Clock, RecoveryState, Taken, Worker
+from .recoverywatch import RecoveryWatch
+from .startwatch import StartWatch
+from .timeline import TimelineWriter
 from .workerhook import COLLECTIVES, ERROR_CHARS, WORKER_SOCKET
 
 #: seconds between looks at the children, the workers and the event socket
@@ -79,44 +91,11 @@ POLL_SECONDS = 0.02
 MANAGER_STOP_SECONDS = 10.0
 #: leftover descendants get this long after SIGTERM before SIGKILL
 SWEEP_SECONDS = 2.0
-#: a launcher loop that did not run for this long restarts every hang watch (its own heartbeat view
-#: is incomplete; the socket queue holds only a few datagrams)
-HANG_GAP_SECONDS = 5.0
-#: how many decimals the durations of a hang or a late start are recorded with (milliseconds): a
-#: silence just over its timeout can read as the timeout itself
-RECORDED_DECIMALS = 3
 PR_SET_CHILD_SUBREAPER = 36
-#: how far a training process got in its start: the start-up hook reports each step
-PHASES = ("started", "pg-init", "pg-ready", "training")
-#: what each phase is called in a report
-PHASE_TEXT = {
-    "started": "before process group init",
-    "pg-init": "in process group init",
-    "pg-ready": "process group ready",
-    "training": "training",
-}
-#: the events of the start-up hook that move a process's phase
-PHASE_EVENTS = {"pg-init": "pg-init", "pg-ready": "pg-ready", "first-collective": "training", "pg-error": None}
 #: what the agent's warm-workers hook reports
 WARM_STATES = ("starting", "ready", "off", "cold")
-#: how many ranks that are not training yet a drill's refusal names (the rest are counted)
-DRILL_NAMED = 8
-#: the signals a drill may kill a training process with (each ends a process by default)
-DRILL_SIGNALS = (
-    signal.SIGHUP,
-    signal.SIGINT,
-    signal.SIGQUIT,
-    signal.SIGILL,
-    signal.SIGABRT,
-    signal.SIGBUS,
-    signal.SIGFPE,
-    signal.SIGKILL,
-    signal.SIGUSR1,
-    signal.SIGSEGV,
-    signal.SIGUSR2,
-    signal.SIGTERM,
-)
-DRILL_FAULTS = ("kill", "hang", "exit")
+#: a report's error text, as the timeline keeps it
+ERROR_TEXT = E.Text(limit=ERROR_CHARS)
 
 
 def decode_status(status: int) -> int:
@@ -140,47 +119,6 @@ def set_subreaper() -> bool:
         return False
 
 
-@dataclasses.dataclass
-class Worker:
-    pid: int
-    rank: Optional[int]
-    local_rank: Optional[int]
-    restart_count: Optional[int]
-    starttime: Optional[int]
-    #: the worker generation it belongs to (one more at each restart, in place or of the group)
-    generation: int = 0
-    done: bool = False
-    #: time.monotonic() of its last heartbeat; None until the first (only a beating process is watched)
-    last_beat: Optional[float] = None
-    hung: bool = False
-    #: how far it got (PHASES)
-    phase: str = "started"
-    #: time.monotonic() when its start was reported (the start timeout counts from there)
-    began: float = dataclasses.field(default_factory=time.monotonic)
-    #: time.time() when it was seen ended, and when its process was gone (reaped)
-    ended_at: Optional[float] = None
-    gone_at: Optional[float] = None
-
-
-def _count(value: Any) -> Optional[int]:
-    """``value`` when it is an integer from 0 to the timeline's limit, else None."""
-    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= INT_LIMIT:
-        return value
-    return None
-
-
-def _number(value: Any, high: float = SECONDS_LIMIT) -> Optional[float]:
-    """``value`` when it is a finite number from 0 to ``high``, else None."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= high:
-        return float(value)
-    return None
-
-
-def _text(value: Any, limit: int = ERROR_CHARS) -> Optional[str]:
-    """``value`` when it is a string (cut to ``limit`` characters), else None."""
-    return value[:limit] if isinstance(value, str) else None
-
-
 def _say(text: str) -> None:
     """One line on stderr; never raises (a closed or full stderr must not stop the supervisor)."""
     try:
@@ -191,50 +129,45 @@ def _say(text: str) -> None:
 
 
 class Supervisor:
-    def __init__(self, spec: LaunchSpec) -> None:
+    def __init__(self, spec: LaunchSpec, clock: Clock = SYSTEM_CLOCK) -> None:
         self.spec = spec
         self.pid = os.getpid()
+        self.clock = clock
+        self.state = RecoveryState(clock)
+        self.hangs = HangWatch(spec.hang_timeout)
+        self.starts = StartWatch(spec.start_timeout)
+        self.recovery = RecoveryWatch(spec.start_timeout)
+        self.drill = DrillServer(spec, self.state, self.pid, self._command, self._write)
         self.agent: Optional[subprocess.Popen[bytes]] = None
         self.manager: Optional[subprocess.Popen[bytes]] = None
         self.agent_code: Optional[int] = None
         self.manager_code: Optional[int] = None
-        self.workers: Dict[int, Worker] = {}
-        self.attempt: Optional[int] = None
-        #: generations in which a fault was recorded; processes of those that end later were stopped
-        self.faulted: Set[int] = set()
-        self.generation = 0
-        #: the first generation of the last whole-group restart: older processes were stopped by it
-        self.group_generation = 0
-        #: ranks of the fault being recovered
-        self.fault_ranks: Set[Optional[int]] = set()
-        self.fault_time: Optional[float] = None
-        self.last_fault: Optional[Worker] = None
-        self.last_fault_code: Optional[int] = None
-        #: the first process of this attempt that ended with an unknown status, and when
-        self.vanished: Optional[Tuple[Worker, float]] = None
         self.signals: List[int] = []
         self.first_signal: Optional[int] = None
         self.deadline: Optional[float] = None
         self.killed = False
-        #: the agent has ended: whatever else ends now was stopped by us
-        self.ending = False
         self.stopping_manager = False
-        #: why the launcher stopped the training itself (a signal, the Manager's death), or None
-        self.stop_reason: Optional[str] = None
         self.manager_lost = False
         self.sock: Optional[socket.socket] = None
-        #: when the hang check last ran (a launcher that was not running cannot have seen heartbeats)
-        self.last_hang_check: Optional[float] = None
         self.timeline: Optional[TimelineWriter] = None
-        #: the process whose fault is being recovered, and whether its detection was logged
-        self.fault_worker: Optional[Worker] = None
-        self.detected = False
         self.runtime: Optional[str] = None
+
+    @property
+    def workers(self) -> Dict[int, Worker]:
+        return self.state.workers
 
     # --- events --------------------------------------------------------------------------------------
     def _log(self, event: str, **fields: Any) -> None:
         if self.timeline is not None:
             self.timeline.write(event, **fields)
+
+    def _write(self, event: E.Event) -> None:
+        if self.timeline is not None:
+            self.timeline.write_event(event)
+
+    def _write_all(self, events: List[E.Event]) -> None:
+        for event in events:
+            self._write(event)
 
     def _on_signal(self, signum: int, frame: Optional[FrameType]) -> None:
         self.signals.append(signum)
@@ -260,57 +193,46 @@ class Supervisor:
                 message = jsonio.loads(data.decode("utf-8"))
             except ValueError:
                 continue
-            if not isinstance(message, dict):
-                continue
-            kind = message.get("event")
-            if kind == "worker-start":
-                self._worker_started(message)
-            elif kind == "heartbeat":
-                pid = message.get("pid")
-                w = self.workers.get(pid) if isinstance(pid, int) else None
-                if w is not None:
-                    w.last_beat = time.monotonic()
-            elif isinstance(kind, str) and kind in PHASE_EVENTS:
-                self._worker_phase(kind, message)
-            elif kind == "warm":
-                self._warm(message)
-            elif kind == "drill" and sender:
-                self._answer(sender, self._drill(message))
+            if isinstance(message, dict):
+                self._report(message, sender)
+
+    def _report(self, message: Dict[str, Any], sender: Any) -> None:
+        """One datagram: a training process's start, heartbeat or phase, the warm hook, a drill."""
+        kind = message.get("event")
+        if kind == E.WORKER_START:
+            self._worker_started(message)
+        elif kind == "heartbeat":
+            pid = message.get("pid")
+            if isinstance(pid, int):
+                self.state.beat(pid)
+        elif isinstance(kind, str) and kind in PHASE_EVENTS:
+            self._worker_phase(kind, message)
+        elif kind == E.WARM:
+            self._warm(message)
+        elif kind == E.DRILL and sender:
+            self._answer(sender, self.drill.answer(message))
 
     def _when(self, m: Dict[str, Any]) -> float:
         """A report's time: the sender's when it is a plausible Unix time, else now."""
-        when = m.get("time")
-        if not isinstance(when, (int, float)) or isinstance(when, bool) or not 0 < when <= TIME_LIMIT:
-            return time.time()
-        return float(when)
+        when: Optional[float] = E.WHEN.take(m.get("time"))
+        return when if when is not None and when > 0 else self.clock.time()
 
     def _worker_phase(self, kind: str, m: Dict[str, Any]) -> None:
         """A training process entered or finished its process group's initialisation, or its first
         collective returned (the start-up hook's reports)."""
-        pid = _count(m.get("pid"))
+        pid = E.COUNT.take(m.get("pid"))
         w = self.workers.get(pid) if pid else None
         if w is None or w.done:
             return
         fields: Dict[str, Any] = {}
-        if kind in ("pg-ready", "pg-error"):
-            fields["seconds"] = _number(m.get("seconds"))
-        if kind == "pg-error":
-            fields["error"] = _text(m.get("error"))
-        if kind == "first-collective":
+        if kind in (E.PG_READY, E.PG_ERROR):
+            fields["seconds"] = E.SECONDS.take(m.get("seconds"))
+        if kind == E.PG_ERROR:
+            fields["error"] = ERROR_TEXT.take(m.get("error"))
+        if kind == E.FIRST_COLLECTIVE:
             op = m.get("op")
             fields["op"] = op if op in COLLECTIVES or op == "optimizer.step" else None
-        phase = PHASE_EVENTS[kind]
-        if phase is not None and PHASES.index(phase) > PHASES.index(w.phase):
-            w.phase = phase
-        self._log(
-            kind,
-            rank=w.rank,
-            restart_count=w.restart_count,
-            when=self._when(m),
-            pid=w.pid,
-            generation=w.generation,
-            **fields,
-        )
+        self._write(self.state.reported(w, kind, self._when(m), **fields))
 
     def _warm(self, m: Dict[str, Any]) -> None:
         """What the agent's warm-workers hook reports: starting, ready, off (with why), cold (a worker
@@ -318,12 +240,12 @@ class Supervisor:
         state = m.get("state")
         if state not in WARM_STATES:
             return
-        reason = _text(m.get("reason")) or ""
+        reason = ERROR_TEXT.take(m.get("reason")) or ""
         fields: Dict[str, Any] = {"state": state, "reason": reason}
-        seconds = _number(m.get("import_seconds"))
+        seconds = E.SECONDS.take(m.get("import_seconds"))
         if seconds is not None:
             fields["import_seconds"] = seconds
-        self._log("warm", when=self._when(m), pid=_count(m.get("pid")), **fields)
+        self._log(E.WARM, when=self._when(m), pid=E.COUNT.take(m.get("pid")), **fields)
         if state == "off":
             _say("warning: warm workers are off, every worker starts fresh: %s" % reason)
 
@@ -334,366 +256,72 @@ class Supervisor:
         with contextlib.suppress(OSError, ValueError, TypeError):
             self.sock.sendto(jsonio.dumps(reply, indent=None).encode("utf-8"), to)
 
+    def _command(self, w: Worker, command: Dict[str, Any]) -> Optional[str]:
+        """``command`` to ``w``'s command socket (the drill's exit); why it could not be sent, or None."""
+        if self.sock is None or self.runtime is None:
+            return "the launcher has no socket"
+        try:
+            self.sock.sendto(
+                jsonio.dumps(command, indent=None).encode("utf-8"), os.path.join(self.runtime, WORKER_SOCKET % w.pid)
+            )
+        except OSError as exc:
+            return "rank %s takes no command (%s)" % (w.rank, exc.strerror or exc)
+        return None
+
     def _worker_started(self, m: Dict[str, Any]) -> None:
         # a report is a datagram: only the fields of the types the timeline holds are taken
-        pid = _count(m.get("pid"))
+        pid = E.COUNT.take(m.get("pid"))
         if pid is None or pid == 0:
             return
-        when = self._when(m)
-        warm = m.get("warm") is True
-        rc = _count(m.get("restart_count"))
-        rank = _count(m.get("rank"))
-        local_rank = _count(m.get("local_rank"))
+        rank, rc = E.COUNT.take(m.get("rank")), E.COUNT.take(m.get("restart_count"))
         st = proc_stat(pid)
-        group = (rc is not None and self.attempt is not None and rc > self.attempt) or (
-            rc is None and self.fault_time is not None
-        )
-        # TaskD restarts the faulty ranks in place with the same TORCHELASTIC_RESTART_COUNT
-        # (MC@v7.3.0 pt_agent.py:139-154, torch_patch.py:64-76): a new process of a rank whose
-        # process ended while the others of its generation run on is a restart too
-        latest = None
-        for w in self.workers.values():  # in start order: the rank's newest process
-            if w.rank == rank:
-                latest = w
-        in_place = (
-            not group
-            and latest is not None
-            and latest.done
-            and latest.restart_count == rc
-            and any(w.rank != rank and not w.done for w in self.workers.values())
-        )
-        if self.attempt is None and self.fault_time is None and not self.workers:
-            self.attempt = rc
-        elif group or in_place:
+        if self.state.restart_kind(rank, rc) is not None:
             self._poll_gone()  # the processes reaped just before this start
-            if self.fault_time is None and self.vanished is not None:
-                # the agent reaped the failed process before its status could be read: it is the fault
-                w, gone = self.vanished
-                self._log(
-                    "worker-fault",
-                    rank=w.rank,
-                    restart_count=w.restart_count,
-                    when=gone,
-                    pid=w.pid,
-                    inferred=True,
-                    generation=w.generation,
-                )
-                self.faulted.add(w.generation)
-                self.fault_time = gone
-                self.fault_ranks = {w.rank}
-                self.fault_worker = w
-            self._log_stopped()
-            seconds = None if self.fault_time is None else round(when - self.fault_time, 6)
-            self.generation += 1
-            if group:
-                self.group_generation = self.generation
-            self._log(
-                "restart",
-                restart_count=rc,
-                when=when,
-                seconds=seconds,
-                kind="in-place" if in_place else "group",
-                generation=self.generation,
-                fault_ranks=sorted(self.fault_ranks, key=lambda r: -1 if r is None else r),
+        self._write_all(
+            self.state.started(
+                pid,
+                rank,
+                E.COUNT.take(m.get("local_rank")),
+                rc,
+                st.starttime if st else None,
+                self._when(m),
+                warm=m.get("warm") is True,
             )
-            self.attempt = rc
-            self.fault_time = None
-            self.fault_ranks = set()
-            self.vanished = None
-            self.fault_worker = None
-            self.detected = False
-        self.workers[pid] = Worker(pid, rank, local_rank, rc, st.starttime if st else None, generation=self.generation)
-        self._log(
-            "worker-start",
-            rank=rank,
-            restart_count=rc,
-            when=when,
-            pid=pid,
-            local_rank=local_rank,
-            generation=self.generation,
-            warm=warm,
-        )
-
-    def _log_stopped(self) -> None:
-        """At a restart: the fault's detection (if its process was gone unseen) and the moment every
-        process that ended since the fault was gone (``workers-stopped``)."""
-        if self.fault_time is None:
-            return
-        fault = self.fault_worker
-        detected = self.fault_time
-        if fault is not None and not self.detected:
-            # gone before the launcher saw it go (or the status was read from a zombie it never saw
-            # reaped): detected when it was seen gone, never before the fault
-            detected = max(self.fault_time, fault.gone_at or fault.ended_at or time.time())
-            self.detected = True
-            self._log(
-                "fault-detected",
-                rank=fault.rank,
-                restart_count=fault.restart_count,
-                when=detected,
-                pid=fault.pid,
-                generation=fault.generation,
-            )
-        ended = [
-            w for w in self.workers.values() if w.done and w.ended_at is not None and w.ended_at >= self.fault_time
-        ]
-        if fault is not None and fault not in ended:
-            ended.append(fault)
-        times = [t for t in (w.gone_at or w.ended_at for w in ended) if t is not None]
-        self._log(
-            "workers-stopped",
-            when=max([detected, *times]),
-            pids=sorted(w.pid for w in ended),
-            generation=fault.generation if fault is not None else None,
         )
 
     def _worker_ended(self, w: Worker, code: Optional[int], gone: bool = False) -> None:
-        w.done = True
-        w.ended_at = time.time()
-        if code == 0:
-            kind = "worker-exit"
-        elif (
-            self.stop_reason is not None
-            or self.ending
-            or self.fault_time is not None
-            or w.generation < self.group_generation
-        ):
-            # the agent (or we) stopped it, or it failed because of the fault being recovered; its
-            # status is often reaped before we look
-            kind = "worker-stop"
-        elif code is None:
-            kind = "worker-end"  # gone before we saw its status
-            if self.vanished is None:
-                self.vanished = (w, time.time())
-        else:
-            kind = "worker-fault"
-            self.faulted.add(self.generation)
-            self.fault_ranks = {w.rank}
-            self.fault_time = w.ended_at
-            self.last_fault, self.last_fault_code = w, code
-            self.fault_worker, self.detected = w, False
-        self._log(kind, rank=w.rank, exit_code=code, restart_count=w.restart_count, pid=w.pid, generation=w.generation)
+        self._write_all(self.state.ended(w, code))
         if gone:
             self._worker_gone(w)
 
     def _worker_gone(self, w: Worker) -> None:
         """Its process is gone: the agent reaped it (so the agent's monitor has seen the failure), or
         it ended before the launcher looked. Its command socket goes with it."""
-        w.gone_at = time.time()
         if self.runtime is not None:
             with contextlib.suppress(OSError):
                 os.unlink(os.path.join(self.runtime, WORKER_SOCKET % w.pid))
-        if w is self.fault_worker and not self.detected and self.fault_time is not None:
-            self.detected = True
-            self._log(
-                "fault-detected",
-                rank=w.rank,
-                restart_count=w.restart_count,
-                when=w.gone_at,
-                pid=w.pid,
-                generation=w.generation,
-            )
+        self._write_all(self.state.gone(w))
 
-    # --- the drill ------------------------------------------------------------------------------------
-    def status(self) -> Dict[str, Any]:
-        """What ``resumable drill`` needs to know: the job, its restarts, whether it trains steadily."""
-        live = [w for w in self.workers.values() if not w.done]
-        why = None
-        if self.stop_reason is not None or self.ending:
-            why = "the launcher is stopping the training (%s)" % (self.stop_reason or "the agent ended")
-        elif self.fault_time is not None:
-            why = "a fault of rank %s is being recovered" % sorted(self.fault_ranks, key=str)
-        elif not live:
-            why = "no training process runs"
-        else:
-            behind = sorted((w for w in live if w.phase != "training"), key=lambda w: (w.rank is None, w.rank or 0))
-            if behind:
-                # every rank that is not there yet, in rank order (the order the processes reported in is chance)
-                where = ["rank %s is %s" % (w.rank, PHASE_TEXT.get(w.phase, w.phase)) for w in behind[:DRILL_NAMED]]
-                if len(behind) > DRILL_NAMED:
-                    where.append("%d more" % (len(behind) - DRILL_NAMED))
-                why = "%s (no first collective after the process group's start reported yet)" % ", ".join(where)
-        return {
-            "job": self.spec.job,
-            "launcher_pid": self.pid,
-            "launcher": self.spec.launcher,
-            "timeline": self.spec.timeline_path,
-            "max_restarts": self.spec.max_restarts,
-            "restart_count": self.attempt,
-            "generation": self.generation,
-            "steady": why is None,
-            "why_not": why,
-            "hang_timeout": self.spec.hang_timeout,
-            "start_timeout": self.spec.start_timeout,
-            "workers": [
-                {"rank": w.rank, "local_rank": w.local_rank, "pid": w.pid, "phase": w.phase, "generation": w.generation}
-                for w in live
-            ],
-        }
+    # --- the watchers --------------------------------------------------------------------------------
+    def _watch(self) -> None:
+        now = self.clock.monotonic()
+        for taken in self.hangs.look(self.state, now) + self.starts.look(self.state, now):
+            self._kill_hung(taken)
+        expired = self.recovery.look(self.state, self.clock.time())
+        if expired is not None:
+            self._write(expired.event)
+            _say(expired.message)
+            self._stop_training(expired.reason, signal.SIGTERM)
 
-    def _drill(self, m: Dict[str, Any]) -> Dict[str, Any]:
-        """A drill's request: ``status``, or ``inject`` a fault into the live process of a local rank."""
-        op = m.get("op")
-        if op == "status":
-            return {"ok": True, "status": self.status()}
-        if op != "inject":
-            return {"ok": False, "error": "unknown request"}
-        fault, local_rank = m.get("fault"), _count(m.get("local_rank"))
-        if fault not in DRILL_FAULTS or local_rank is None:
-            return {"ok": False, "error": "a fault (kill, hang, exit) and a local rank are needed"}
-        state = self.status()
-        if not state["steady"]:
-            return {"ok": False, "error": "not in steady training: %s" % state["why_not"]}
-        w = next((w for w in self.workers.values() if not w.done and w.local_rank == local_rank), None)
-        if w is None:
-            return {"ok": False, "error": "no training process of local rank %d runs" % local_rank}
-        details: Dict[str, Any] = {}
-        if fault == "kill":
-            signum = _count(m.get("signal"))
-            if signum not in DRILL_SIGNALS:
-                return {"ok": False, "error": "signal %s is not one a drill kills with" % m.get("signal")}
-            details["signal"] = signal.Signals(signum).name
-            send(w.pid, signum)
-        elif fault == "hang":
-            details["signal"] = "SIGSTOP"
-            send(w.pid, signal.SIGSTOP)
-        else:
-            code = _count(m.get("code"))
-            if code is None or not 1 <= code <= 255:
-                return {"ok": False, "error": "an exit code from 1 to 255 is needed"}
-            details["code"] = code
-            if self.sock is None or self.runtime is None:
-                return {"ok": False, "error": "the launcher has no socket"}
-            try:
-                command = jsonio.dumps({"command": "exit", "code": code}, indent=None).encode("utf-8")
-                self.sock.sendto(command, os.path.join(self.runtime, WORKER_SOCKET % w.pid))
-            except OSError as exc:
-                return {"ok": False, "error": "rank %s takes no command (%s)" % (w.rank, exc.strerror or exc)}
-        self._log(
-            "drill",
-            rank=w.rank,
-            restart_count=w.restart_count,
-            pid=w.pid,
-            local_rank=w.local_rank,
-            generation=w.generation,
-            fault=fault,
-            **details,
-        )
-        return {"ok": True, "rank": w.rank, "pid": w.pid, "generation": w.generation, "time": time.time()}
-
-    def _check_hangs(self) -> None:
-        """A training process silent for the plan's hang timeout is hung: recorded as the fault (its rank
-        named, before a healthy peer's collective timeout blames that peer) and SIGKILLed, the signal a
-        stopped process cannot ignore and the one TaskD's agent stops ranks with (MC@v7.3.0
-        taskd/python/adaptor/patch/torch_patch.py:79-99), so the agent sees the rank fail and its
-        recovery (in place or of the group) takes over, as for a crash."""
-        timeout = self.spec.hang_timeout
-        now = time.monotonic()
-        last, self.last_hang_check = self.last_hang_check, now
-        if timeout <= 0 or self.stop_reason is not None or self.ending:
-            return
-        if last is None or now - last > HANG_GAP_SECONDS:
-            # the launcher itself did not run (starved of CPU, suspended): its socket queue may have
-            # dropped beats, so silence is not evidence; every watch starts again from now
-            for w in self.workers.values():
-                if w.last_beat is not None:
-                    w.last_beat = now
-            return
-        for w in list(self.workers.values()):
-            if w.done or w.hung or w.last_beat is None or now - w.last_beat <= timeout:
-                continue
-            self._hung(
-                w,
-                "heartbeat",
-                "sent no heartbeat for %.0f s (hang timeout %.0f s)" % (now - w.last_beat, timeout),
-                silent_seconds=round(now - w.last_beat, RECORDED_DECIMALS),
-                hang_timeout=timeout,
-            )
-
-    def _hung(self, w: Worker, cause: str, why: str, **fields: Any) -> None:
-        """Record ``w`` as hung (the fault of its generation, or one more rank of the fault being
-        recovered) and SIGKILL it, so that the agent recovers it as a crash."""
-        w.hung = True
-        self._log(
-            "worker-hang",
-            rank=w.rank,
-            restart_count=w.restart_count,
-            pid=w.pid,
-            generation=w.generation,
-            cause=cause,
-            phase=w.phase,
-            action="SIGKILL",
-            **fields,
-        )
+    def _kill_hung(self, taken: Taken) -> None:
+        """A process a watcher took for hung: logged, said, SIGKILLed so that the agent recovers it."""
+        w = taken.worker
+        self._write_all(taken.events)
         _say(
             "rank %s (pid %d, %s) %s: taken for hung and killed so that the agent recovers it"
-            % (w.rank, w.pid, PHASE_TEXT.get(w.phase, w.phase), why)
+            % (w.rank, w.pid, PHASE_TEXT.get(w.phase, w.phase), taken.why)
         )
-        if self.fault_time is None:
-            self.faulted.add(w.generation)
-            self.fault_ranks = {w.rank}
-            self.fault_time = time.time()
-            self.last_fault, self.last_fault_code = w, -signal.SIGKILL
-            self.fault_worker, self.detected = w, False
-        else:
-            self.fault_ranks.add(w.rank)
         send(w.pid, signal.SIGKILL)
-
-    def _check_starts(self) -> None:
-        """No start ends in silence: in a generation where a process has begun to initialise its process
-        group, one that has not finished it start_timeout after it started is hung. While a process of
-        the generation has not begun, only such processes are taken, each start_timeout after its own
-        start (the others wait for them: a waiting rank that started a little earlier is not blamed);
-        when all began, every late one is (they wait for a peer on another pod). A generation with a
-        fault is left to its recovery."""
-        timeout = self.spec.start_timeout
-        if timeout <= 0 or self.stop_reason is not None or self.ending:
-            return
-        now = time.monotonic()
-        generations: Dict[int, List[Worker]] = {}
-        for w in self.workers.values():
-            generations.setdefault(w.generation, []).append(w)
-        for generation, members in generations.items():
-            if generation in self.faulted or not any(w.phase != "started" for w in members):
-                continue  # being recovered already; or nothing here uses a process group (yet)
-            live = [w for w in members if not w.done and not w.hung]
-            waited_for = [w for w in live if w.phase == "started"] or [w for w in live if w.phase == "pg-init"]
-            for w in [w for w in waited_for if now - w.began > timeout]:
-                self._hung(
-                    w,
-                    "start-timeout",
-                    "has not initialised its process group %.0f s after it started (start timeout %.0f s)"
-                    % (now - w.began, timeout),
-                    seconds=round(now - w.began, RECORDED_DECIMALS),
-                    start_timeout=timeout,
-                )
-
-    def _check_recovery(self) -> None:
-        """No recovery ends in silence: new processes start_timeout after the fault, or the training is
-        stopped so that the Pod- or job-level rung takes over."""
-        timeout = self.spec.start_timeout
-        if self.fault_time is None or timeout <= 0 or self.stop_reason is not None or self.ending:
-            return
-        waited = time.time() - self.fault_time
-        if waited <= timeout:
-            return
-        fault = self.fault_worker
-        phase = "workers stopped" if self.detected else "fault not yet detected by the agent"
-        self._log(
-            "recovery-timeout",
-            rank=fault.rank if fault else None,
-            restart_count=fault.restart_count if fault else None,
-            seconds=round(waited, RECORDED_DECIMALS),
-            start_timeout=timeout,
-            phase=phase,
-            generation=fault.generation if fault else None,
-        )
-        _say(
-            "no new training process %.0f s after the fault of rank %s (start timeout %.0f s; %s): the training "
-            "is stopped so that the Pod- or job-level rung takes over"
-            % (waited, fault.rank if fault else "?", timeout, phase)
-        )
-        self._stop_training("no new training process %.0f s after the fault" % timeout, signal.SIGTERM)
 
     def _poll_gone(self) -> None:
         """When the processes seen ended were reaped."""
@@ -745,10 +373,10 @@ class Supervisor:
             elif self.manager is not None and pid == self.manager.pid:
                 self.manager.returncode = code
                 self.manager_code = code
-                self._log("manager-exit", exit_code=code, pid=pid)
-                if not self.stopping_manager and not self.ending and self.stop_reason is None:
+                self._log(E.MANAGER_EXIT, exit_code=code, pid=pid)
+                if not self.stopping_manager and not self.state.stopping:
                     self.manager_lost = True
-                    self._log("manager-lost", exit_code=code, pid=pid, grace_seconds=self.spec.grace_seconds)
+                    self._log(E.MANAGER_LOST, exit_code=code, pid=pid, grace_seconds=self.spec.grace_seconds)
                     _say(
                         "the TaskD Manager exited with %d while the training runs (log: %s): without it TaskD "
                         "cannot start or recover workers, so the training is stopped (exit %d) for the Pod- or "
@@ -765,20 +393,20 @@ class Supervisor:
 
     def _stop_training(self, reason: str, signum: int) -> None:
         """Every descendant gets ``signum`` now and the grace period from now on."""
-        self.stop_reason = reason
+        self.state.stop(reason)
         self.deadline = time.monotonic() + self.spec.grace_seconds
         pids = descendants(self.pid)
         for pid in pids:
             send(pid, signum)
-        self._log("stop", reason=reason, signal=signal.Signals(signum).name, pids=pids)
+        self._log(E.STOP, reason=reason, signal=signal.Signals(signum).name, pids=pids)
 
     def _forward(self) -> None:
         while self.signals:
             signum = self.signals.pop(0)
-            self._log("signal", signal=signal.Signals(signum).name, grace_seconds=self.spec.grace_seconds)
+            self._log(E.SIGNAL, signal=signal.Signals(signum).name, grace_seconds=self.spec.grace_seconds)
             if self.first_signal is None:
                 self.first_signal = signum
-                if self.stop_reason is None:
+                if self.state.stop_reason is None:
                     self._stop_training("%s received" % signal.Signals(signum).name, signum)
                     continue
             for proc in (self.agent, self.manager):
@@ -790,7 +418,7 @@ class Supervisor:
         pids = descendants(self.pid)
         for pid in pids:
             send(pid, signal.SIGKILL)
-        self._log("kill", reason=reason, pids=pids)
+        self._log(E.KILL, reason=reason, pids=pids)
 
     def _wait_gone(self, pids: List[int], seconds: float) -> List[int]:
         end = time.monotonic() + seconds
@@ -823,9 +451,9 @@ class Supervisor:
             for pid in left:
                 send(pid, signal.SIGKILL)
             if left:
-                self._log("kill", reason="grace period of %.0f s over" % self.spec.grace_seconds, pids=left)
+                self._log(E.KILL, reason="grace period of %.0f s over" % self.spec.grace_seconds, pids=left)
         elif left:
-            self._log("kill", reason="left over after the training ended", pids=left)
+            self._log(E.KILL, reason="left over after the training ended", pids=left)
             for pid in left:
                 send(pid, signal.SIGTERM)
             for pid in self._wait_gone(left, SWEEP_SECONDS):
@@ -840,10 +468,8 @@ class Supervisor:
             return 128 + self.first_signal
         if self.manager_lost:
             return 128 + signal.SIGTERM
-        w = self.last_fault
-        if w is not None and self.last_fault_code is not None and w.generation == self.generation:
-            return shell_code(self.last_fault_code)
-        return shell_code(agent)
+        failed = self.state.failed_code()
+        return shell_code(agent if failed is None else failed)
 
     # --- main ----------------------------------------------------------------------------------------
     def _prepare(self) -> Tuple[str, List[str]]:
@@ -899,7 +525,7 @@ class Supervisor:
             for signum in (signal.SIGTERM, signal.SIGINT):
                 handlers[signum] = signal.signal(signum, self._on_signal)
             self._log(
-                "launch",
+                E.LAUNCH,
                 job=spec.job,
                 host=_host(),
                 pid=self.pid,
@@ -918,7 +544,7 @@ class Supervisor:
                     log = open(open_append(spec.manager_log), "ab")  # noqa: SIM115
                 with log:
                     self.manager = self._spawn(spec.manager, env, log)
-                self._log("manager-start", pid=self.manager.pid, log=spec.manager_log)
+                self._log(E.MANAGER_START, pid=self.manager.pid, log=spec.manager_log)
             try:
                 self.agent = self._spawn(spec.command, env)
             except ResumableError:
@@ -929,19 +555,17 @@ class Supervisor:
                 self._forward()
                 self._reap()
                 self._poll_workers()
-                self._check_hangs()
-                self._check_starts()
-                self._check_recovery()
+                self._watch()
                 if self.deadline is not None and not self.killed and time.monotonic() >= self.deadline:
                     self.killed = True
                     self._kill_all("grace period of %.0f s over" % spec.grace_seconds)
             self._read_events(0)
             self._poll_workers()
-            self.ending = True
+            self.state.agent_ended()
             self._stop_manager()
             self._sweep()
             code = self.exit_code()
-            self._log("exit", exit_code=code, agent_exit_code=self.agent_code, manager_exit_code=self.manager_code)
+            self._log(E.EXIT, exit_code=code, agent_exit_code=self.agent_code, manager_exit_code=self.manager_code)
             clean = True
             return code
         finally:

@@ -1,43 +1,10 @@
 """The recovery timeline: what the launcher saw, one JSON line per event, and its summary.
 
-``resumable launch`` appends to ``<job log dir>/timeline-<host>.jsonl``; every line has ``time``
-(Unix seconds), ``event``, ``rank``, ``exit_code`` (negative = killed by that signal),
-``restart_count`` (torchrun's TORCHELASTIC_RESTART_COUNT of the worker) and event details:
-
-=============== ==============================================================================
-launch          header: job, host, launcher pid, command, the plan's ladder and budget lines
-manager-start   the TaskD Manager was started (pid); manager-exit: it ended (exit_code)
-worker-start    a training process started (pid, local_rank, ``generation``), reported by the start-up hook
-worker-fault    the first training process of a generation that ended abnormally (``inferred``: its
-                status was gone, but the agent restarted it after it ended)
-worker-stop     another process ended while that fault was being recovered, or a process of a faulted
-                generation ended later (stopped by the agent, or at shutdown; its exit code is null
-                when the agent reaped it before the launcher looked)
-worker-hang     a training process sent no heartbeat for the plan's hang timeout (``silent_seconds``,
-                ``hang_timeout``): the fault of its generation, its rank named; the launcher SIGKILLs it
-                (``action``) so that the agent recovers it
-worker-exit     a training process ended with 0
-worker-end      a training process was gone before its status could be read
-fault-detected  the agent reaped the failed process (its monitor saw the fault)
-workers-stopped every process that ended since the fault was gone (``pids``): written at the restart
-restart         the first process of the next generation started: ``seconds`` since the fault; ``kind``
-                ``group`` (the agent restarted every process: TORCHELASTIC_RESTART_COUNT went up) or
-                ``in-place`` (only the faulty ranks got new processes, the others ran on: TaskD's
-                restart of the faulty ranks keeps the restart count); ``fault_ranks``
-pg-init         a training process entered torch.distributed.init_process_group (start-up hook)
-pg-ready        it returned (``seconds`` in it); pg-error: it raised (``error``)
-first-collective  its first collective (or optimizer step) after that returned (``op``)
-recovery-timeout  no new training process ``start_timeout`` after the fault: the training is stopped
-warm            the warm-workers hook of the agent: ``state`` starting, ready, off, cold (``reason``)
-drill           ``resumable drill`` injected a fault (``fault``, ``signal`` or ``code``, ``local_rank``)
-signal          the launcher got SIGTERM/SIGINT; stop: it sent it to every process (``pids``) and
-                gives them the grace period; kill: grace period over
-manager-lost    the TaskD Manager exited while the training ran: the training is stopped
-exit            the launcher's exit code and the agent's
-=============== ==============================================================================
-
-``worker-hang`` also says why (``cause``: ``heartbeat``, or ``start-timeout`` for a process that had
-not initialised its process group ``start_timeout`` after it started) and the ``phase`` it was in.
+``resumable launch`` appends to ``<job log dir>/timeline-<host>.jsonl`` (:class:`TimelineWriter`); every
+line has ``time`` (Unix seconds), ``event``, ``rank``, ``exit_code`` (negative = killed by that signal),
+``restart_count`` (torchrun's TORCHELASTIC_RESTART_COUNT of the worker) and the fields of its kind. The
+kinds, what each means and the type of each field are one schema, :data:`.events.KINDS`, which the
+launcher writes through and this module reads through (:func:`.events.parse_event`).
 
 ``resumable timeline FILE`` pairs each fault with the restart that followed (in the container, or
 the next launch on the same pod) and prints the measured duration next to the plan's budget for
@@ -48,39 +15,44 @@ with their sums. No MindCluster component reports measured recovery against a bu
 per pod.
 
 Reading is strict about what it uses and keeps the rest: every line is parsed into an
-:class:`Event` (``time`` a finite number of Unix seconds, ``event`` a string, ``rank``,
+:class:`~.events.Event` (``time`` a finite number of Unix seconds, ``event`` a string, ``rank``,
 ``exit_code`` and ``restart_count`` integers or null), and the kinds the summary reads have their
-own class with their fields checked (:class:`LaunchEvent`: the ladder and the budget lines;
-:class:`RestartEvent`: its ``kind`` and generation; :class:`WorkerEvent`: the pid and generation of a
-training process's events; :class:`HangEvent`: why and in which phase); a new kind that needs fields
-of its own gets a class and an entry in ``_KINDS``. Every other field stays in ``details`` as
-written. A line that breaks this is a user error naming the line and the field (exit 2); only a torn
-last line is skipped.
+own class with their fields checked as :data:`.events.KINDS` types them. Every other field stays in
+``details`` as written. A line that breaks this is a user error naming the line and the field (exit
+2); only a torn last line is skipped. A long job's log is read whole: 50,000 events of thousands of
+restarts are about 7 MB, a tenth of :data:`MAX_TIMELINE_BYTES` (tests/runtime/test_timeline_long.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from typing import IO, Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import IO, Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import jsonio
-from ..errors import ResumableError, escape_controls, shown
+from ..errors import ResumableError, escape_controls
 from ..fileio import open_append, read_bytes
 from ..plan.budget import expected_level
+from .events import (
+    FAULT_DETECTED,
+    FIRST_COLLECTIVE,
+    FIX,
+    PG_READY,
+    WORKER_FAULT,
+    WORKER_HANG,
+    WORKER_START,
+    WORKERS_STOPPED,
+    Event,
+    HangEvent,
+    LaunchEvent,
+    RestartEvent,
+    WorkerEvent,
+    new,
+    parse_event,
+)
 
 #: a timeline larger than this is not read (one event is ~200 bytes)
 MAX_TIMELINE_BYTES = 64 << 20
-#: budget terms that cover "fault until the processes run again" (plan/budget.py)
-RESTART_TERMS = ("detect", "T1 reschedule")
-#: the end of year 9999 in Unix seconds: an event time is between 0 and this (so that any difference
-#: of two times, and the sum of a budget's terms, is a finite number)
-TIME_LIMIT = 253402300800.0
-#: a budget line's seconds are at most this (about 30 years)
-SECONDS_LIMIT = 1e9
-#: ranks, exit codes and restart counts are C ints
-INT_LIMIT = 2**31 - 1
-FIX = "Name a timeline-<host>.jsonl that resumable launch wrote (in the job log directory)"
 
 
 class TimelineWriter:
@@ -106,14 +78,12 @@ class TimelineWriter:
         when: Optional[float] = None,
         **details: Any,
     ) -> Dict[str, Any]:
-        record: Dict[str, Any] = {
-            "time": round(time.time() if when is None else when, 6),
-            "event": event,
-            "rank": rank,
-            "exit_code": exit_code,
-            "restart_count": restart_count,
-        }
-        record.update(details)
+        return self.write_event(
+            new(event, time.time() if when is None else when, rank, exit_code, restart_count, **details)
+        )
+
+    def write_event(self, event: Event) -> Dict[str, Any]:
+        record = event.record()
         if self._handle is not None:
             try:
                 self._handle.write(jsonio.dumps(record, indent=None, default=str) + "\n")
@@ -131,234 +101,6 @@ class TimelineWriter:
             except OSError as exc:  # the last buffered line could not be written
                 self.failures += 1
                 self.last_error = str(exc)
-
-
-@dataclasses.dataclass(frozen=True)
-class Event:
-    """One line of the timeline: the fields every event has, and the others as written."""
-
-    time: float
-    kind: str
-    rank: Optional[int]
-    exit_code: Optional[int]
-    restart_count: Optional[int]
-    details: Dict[str, Any]
-
-
-@dataclasses.dataclass(frozen=True)
-class BudgetLine:
-    """One level of the plan's recovery budget, as the launch header carries it."""
-
-    level: str
-    total_seconds: float
-    terms: Dict[str, float]
-
-    @property
-    def restart_seconds(self) -> float:
-        """The terms that cover the fault until the processes run again."""
-        return round(sum(self.terms.get(t, 0.0) for t in RESTART_TERMS), 3)
-
-
-@dataclasses.dataclass(frozen=True)
-class LaunchEvent(Event):
-    """``launch``: the header of one launch, with the plan's ladder and budget."""
-
-    job: Optional[str]
-    host: Optional[str]
-    levels: Tuple[str, ...]
-    budget: Tuple[BudgetLine, ...]
-
-
-@dataclasses.dataclass(frozen=True)
-class RestartEvent(Event):
-    """``restart``: the first process of the next generation; ``restart_kind`` is ``group``,
-    ``in-place`` or None (a timeline from before restart kinds)."""
-
-    restart_kind: Optional[str]
-    generation: Optional[int] = None
-
-
-@dataclasses.dataclass(frozen=True)
-class WorkerEvent(Event):
-    """An event of training processes: ``pid`` and ``generation`` (null in a timeline from before
-    generations, and for ``workers-stopped`` the generation of the fault)."""
-
-    pid: Optional[int]
-    generation: Optional[int]
-
-
-@dataclasses.dataclass(frozen=True)
-class HangEvent(WorkerEvent):
-    """``worker-hang``: ``cause`` (``heartbeat``, ``start-timeout``; null before causes), the ``phase``
-    the process was in, and how long it was silent or starting against which timeout."""
-
-    cause: Optional[str]
-    phase: Optional[str]
-    seconds: Optional[float]
-    timeout: Optional[float]
-
-
-class _Fields:
-    """The fields of one line, each read as the type it must have; a wrong one raises a
-    :class:`ResumableError` naming the line and the field."""
-
-    def __init__(self, item: Mapping[str, Any], line: int, source: str) -> None:
-        self.item = item
-        self.line = line
-        self.source = source
-
-    def wrong(self, field: str, value: Any, wanted: str) -> ResumableError:
-        return ResumableError(
-            "line %d: %s is %s, not %s" % (self.line, field, shown(value), wanted),
-            self.source,
-            FIX,
-        )
-
-    def integer(self, field: str, low: int = -INT_LIMIT, high: int = INT_LIMIT) -> Optional[int]:
-        value = self.item.get(field)
-        if value is None:
-            return None
-        if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-            raise self.wrong(field, value, "null or an integer from %d to %d" % (low, high))
-        return value
-
-    def optional_number(self, field: str, high: float = SECONDS_LIMIT) -> Optional[float]:
-        value = self.item.get(field)
-        return None if value is None else self.number(field, value, high)
-
-    def number(self, field: str, value: Any, high: float) -> float:
-        wanted = "a number from 0 to %g" % high
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
-            raise self.wrong(field, value, wanted)
-        if not 0 <= value <= high:  # compared before float(): a 400-digit integer overflows a float
-            raise self.wrong(field, value, wanted + " (it is outside that range)")
-        return float(value)
-
-    def text(self, field: str, value: Any, required: bool = False) -> Optional[str]:
-        if value is None and not required:
-            return None
-        if not isinstance(value, str) or (required and not value):
-            raise self.wrong(field, value, "a string" if not required else "a non-empty string")
-        return value
-
-    def texts(self, field: str) -> Tuple[str, ...]:
-        value = self.item.get(field)
-        if value is None:
-            return ()
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise self.wrong(field, value, "a list of strings")
-        return tuple(value)
-
-    def mapping(self, field: str, value: Any) -> Mapping[str, Any]:
-        if not isinstance(value, dict):
-            raise self.wrong(field, value, "an object")
-        return value
-
-    def budget(self) -> Tuple[BudgetLine, ...]:
-        value = self.item.get("budget")
-        if value is None:
-            return ()
-        if not isinstance(value, list):
-            raise self.wrong("budget", value, "a list of budget lines")
-        lines = []
-        for i, raw in enumerate(value):
-            at = "budget[%d]" % i
-            line = self.mapping(at, raw)
-            terms = self.mapping(at + ".terms", line.get("terms", {}))
-            lines.append(
-                BudgetLine(
-                    level=self.text(at + ".level", line.get("level"), required=True) or "",
-                    total_seconds=self.number(at + ".total_seconds", line.get("total_seconds", 0), SECONDS_LIMIT),
-                    terms={
-                        name: self.number("%s.terms.%s" % (at, name), seconds, SECONDS_LIMIT)
-                        for name, seconds in terms.items()
-                    },
-                )
-            )
-        return tuple(lines)
-
-
-_COMMON = ("time", "event", "rank", "exit_code", "restart_count")
-
-
-def _launch(f: _Fields, base: Dict[str, Any]) -> Event:
-    return LaunchEvent(
-        **base,
-        job=f.text("job", f.item.get("job")),
-        host=f.text("host", f.item.get("host")),
-        levels=f.texts("levels"),
-        budget=f.budget(),
-    )
-
-
-def _restart(f: _Fields, base: Dict[str, Any]) -> Event:
-    return RestartEvent(
-        **base, restart_kind=f.text("kind", f.item.get("kind")), generation=f.integer("generation", low=0)
-    )
-
-
-def _worker(f: _Fields, base: Dict[str, Any]) -> WorkerEvent:
-    return WorkerEvent(**base, pid=f.integer("pid", low=0), generation=f.integer("generation", low=0))
-
-
-def _hang(f: _Fields, base: Dict[str, Any]) -> Event:
-    cause = f.text("cause", f.item.get("cause"))
-    start = cause == "start-timeout"
-    return HangEvent(
-        **base,
-        pid=f.integer("pid", low=0),
-        generation=f.integer("generation", low=0),
-        cause=cause,
-        phase=f.text("phase", f.item.get("phase")),
-        seconds=f.optional_number("seconds" if start else "silent_seconds"),
-        timeout=f.optional_number("start_timeout" if start else "hang_timeout"),
-    )
-
-
-#: the events of training processes the summary reads (their pid and generation)
-WORKER_KINDS = (
-    "worker-start",
-    "worker-fault",
-    "worker-stop",
-    "worker-exit",
-    "worker-end",
-    "fault-detected",
-    "workers-stopped",
-    "pg-init",
-    "pg-ready",
-    "pg-error",
-    "first-collective",
-)
-
-#: the kinds with fields of their own, and how to read them
-_KINDS: Dict[str, Callable[[_Fields, Dict[str, Any]], Event]] = {
-    "launch": _launch,
-    "restart": _restart,
-    "worker-hang": _hang,
-    **{kind: _worker for kind in WORKER_KINDS},
-}
-
-
-def parse_event(item: Any, number: int = 1, source: str = "<timeline>") -> Event:
-    """The event of one JSON value (line ``number`` of ``source``, for messages)."""
-    if not isinstance(item, dict) or "event" not in item or "time" not in item:
-        raise ResumableError("line %d is not a timeline event" % number, source, "Is this a resumable timeline?")
-    f = _Fields(item, number, source)
-    base: Dict[str, Any] = {
-        "time": f.number("time", item["time"], TIME_LIMIT),
-        "kind": f.text("event", item["event"], required=True),
-        "rank": f.integer("rank"),
-        "exit_code": f.integer("exit_code"),
-        "restart_count": f.integer("restart_count", low=0),
-        "details": {k: v for k, v in item.items() if k not in _COMMON},
-    }
-    make = _KINDS.get(base["kind"])
-    return make(f, base) if make is not None else Event(**base)
-
-
-def parse_events(items: Iterable[Any], source: str = "<timeline>") -> List[Event]:
-    """The events of JSON values (numbered from line 1)."""
-    return [parse_event(item, number, source) for number, item in enumerate(items, 1)]
 
 
 def read_events(path: str) -> List[Event]:
@@ -548,26 +290,26 @@ def recoveries(events: Sequence[Event]) -> List[Recovery]:
             session += 1
             continue
         waiting = pending is not None and pending.restart_time is None
-        if e.kind in ("worker-fault", "worker-hang"):
+        if e.kind in (WORKER_FAULT, WORKER_HANG):
             if pending is not None and pending.restart_time is None:
                 out.append(pending)
             pending = Recovery(
-                e.time, e.rank, e.exit_code, e.restart_count, "", None, None, None, None, hang=e.kind == "worker-hang"
+                e.time, e.rank, e.exit_code, e.restart_count, "", None, None, None, None, hang=e.kind == WORKER_HANG
             )
             if isinstance(e, HangEvent):
                 pending.hang_cause, pending.hang_phase = e.cause, e.phase
             pending.expected_level = expected_level(header.levels if header else (), rank0_pod)
             fault_session = session
             continue
-        if e.kind == "fault-detected" and pending is not None and waiting and pending.detected_time is None:
+        if e.kind == FAULT_DETECTED and pending is not None and waiting and pending.detected_time is None:
             pending.detected_time = e.time
             continue
-        if e.kind == "workers-stopped" and pending is not None and waiting:
+        if e.kind == WORKERS_STOPPED and pending is not None and waiting:
             pending.stopped_time = e.time
             continue
-        if isinstance(e, WorkerEvent) and e.kind in ("pg-ready", "first-collective") and e.generation is not None:
+        if isinstance(e, WorkerEvent) and e.kind in (PG_READY, FIRST_COLLECTIVE) and e.generation is not None:
             done = began.get((session, e.generation))
-            if done is not None and e.kind == "pg-ready":
+            if done is not None and e.kind == PG_READY:
                 done.ready_time = _latest(done.ready_time, e.time)
             elif done is not None:
                 done.first_time = _latest(done.first_time, e.time)
@@ -576,7 +318,7 @@ def recoveries(events: Sequence[Event]) -> List[Recovery]:
             pending.how = "in place" if e.restart_kind == "in-place" else "group"
             pending.restart_time = e.time
             pending.generation = e.generation
-        elif e.kind == "worker-start" and pending is not None and waiting:
+        elif e.kind == WORKER_START and pending is not None and waiting:
             if session != fault_session:
                 pending.how = "relaunch"
             elif (e.restart_count or 0) > (pending.restart_count or 0) or e.restart_count is None:

@@ -37,6 +37,7 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 from .. import constants as C
 from .. import fileio
 from ..errors import ResumableError
+from ..plan.image import module_of_import
 from . import installed
 from .proctable import descendants, send
 
@@ -318,7 +319,7 @@ def smoke_job(package: str, run_py: str, timeout: Optional[float] = None) -> Tup
 def patch(line: str, anchor: str, path: Optional[str] = None) -> PatchResult:
     """Make run.py carry ``line`` exactly once and verify that torch's launcher still imports."""
     run_py = path or locate_run_py()
-    module = installed.module_of_import(line)
+    module = module_of_import(line)
     top = module.split(".")[0]
     if installed.package_dir(top) is None:
         raise ResumableError(

@@ -19,9 +19,9 @@ from conftest import EXAMPLES, ROOT
 from resumable import constants as C
 from resumable.api import job_plan, load_plan
 from resumable.errors import ResumableError
-from resumable.runtime import context as ctxmod
-from resumable.runtime.context import prepare_context
-from resumable.runtime.wheels import declared_requirements, filename_parts, public_requirements, write_wheel
+from resumable.image import context as ctxmod
+from resumable.image.context import prepare_context
+from resumable.image.wheels import declared_requirements, filename_parts, public_requirements, write_wheel
 
 from .conftest import cli, profile_text, write
 
@@ -72,7 +72,7 @@ def test_context_holds_what_the_recipe_reads(tmp_path: Path, wheels: Dict[str, P
         eps = z.read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
         assert "resumable = resumable.cli:main" in eps
         assert "resumable/runtime/startup/sitecustomize.py" in names
-        assert "resumable/runtime/Dockerfile" in names
+        assert "resumable/image/Dockerfile" in names
         assert not any("__pycache__" in n for n in names)
 
 
@@ -248,7 +248,7 @@ def test_dockerfile_installs_vendor_wheels_only_from_files() -> None:
     assert "%s=${RESUMABLE_JOB}" % C.ENV_RESUMABLE_JOB in text
     job = job_plan(load_plan(str(EXAMPLES / "pytorch-process-recovery.yaml")))
     assert set(re.findall(r"^ARG (\w+)", text, re.M)) == set(ctxmod.build_args(job)) | {"PYTHON"}
-    assert (ROOT / "resumable" / "runtime" / "Dockerfile").resolve() == DOCKERFILE.resolve()
+    assert (ROOT / "resumable" / "image" / "Dockerfile").resolve() == DOCKERFILE.resolve()
 
 
 # --- hostile output places and markers (issue 25) -----------------------------------------------------

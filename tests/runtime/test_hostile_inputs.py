@@ -68,8 +68,9 @@ from resumable import cli
 from resumable import constants as C
 from resumable.api import job_plan, load_plan
 from resumable.errors import ResumableError
-from resumable.runtime import commands, context, doctor, launch, node_doctor, supervisor, timeline  # noqa: F401
-from resumable.runtime.wheels import write_wheel
+from resumable.image import context
+from resumable.image.wheels import write_wheel
+from resumable.runtime import commands, doctor, launch, node_doctor, supervisor, timeline  # noqa: F401
 
 from .conftest import RUN_PY, assert_dry_run_script, executable, fake_torch_layout, profile_text, write
 

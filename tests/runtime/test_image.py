@@ -26,7 +26,7 @@ import pytest
 from conftest import ROOT
 
 from resumable.api import load_plan
-from resumable.runtime.context import PROFILE_NAME, ImageContext, prepare_context
+from resumable.image.context import PROFILE_NAME, ImageContext, prepare_context
 
 from .conftest import FIXTURES, profile_text, write
 

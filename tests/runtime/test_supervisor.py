@@ -18,8 +18,9 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import pytest
 
 from resumable import constants as C
+from resumable.runtime.hangwatch import RECORDED_DECIMALS
 from resumable.runtime.proctable import descendants, proc_stat
-from resumable.runtime.supervisor import RECORDED_DECIMALS, decode_status, shell_code
+from resumable.runtime.supervisor import decode_status, shell_code
 
 from .conftest import (
     FIXTURES,
@@ -410,9 +411,10 @@ def test_in_place_restarts_are_seen_by_process_not_by_restart_count(tmp_path: Pa
     from conftest import EXAMPLES
 
     from resumable.api import job_plan, load_plan
+    from resumable.runtime.events import parse_events
     from resumable.runtime.launch import build_spec
     from resumable.runtime.supervisor import Supervisor
-    from resumable.runtime.timeline import TimelineWriter, parse_events, recoveries
+    from resumable.runtime.timeline import TimelineWriter, recoveries
 
     job = job_plan(load_plan(str(EXAMPLES / "job-level-minimal.yaml")))
     sup = Supervisor(build_spec(job, {"RANK": "0", "MASTER_ADDR": "a", "MASTER_PORT": "1"}, ["x.py"], str(tmp_path)))
@@ -439,51 +441,47 @@ def test_in_place_restarts_are_seen_by_process_not_by_restart_count(tmp_path: Pa
     assert sup.exit_code() != 0
 
 
-def _watched(sup: Any, pid: int, rank: int, silent: float) -> Any:
-    from resumable.runtime.supervisor import Worker
+def _watched(state: Any, pid: int, rank: int, silent: float) -> Any:
+    from resumable.runtime.recovery import Worker
 
     w = Worker(pid, rank, rank, 0, None, last_beat=time.monotonic() - silent)
-    sup.workers[pid] = w
+    state.workers[pid] = w
     return w
 
 
 def test_hang_detection_logic() -> None:
-    from types import SimpleNamespace
+    """The hang watch over the recovery state (no supervisor, no process: the supervisor kills what it takes)."""
+    from resumable.runtime.hangwatch import GAP_SECONDS, HangWatch
+    from resumable.runtime.recovery import HUNG_CODE, RecoveryState
 
-    from resumable.runtime.supervisor import HANG_GAP_SECONDS, Supervisor
-
-    sup = Supervisor(SimpleNamespace(hang_timeout=5.0))  # type: ignore[arg-type]
-    victim = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
-    try:
-        hung = _watched(sup, victim.pid, 1, silent=6.0)
-        healthy = _watched(sup, 999999, 0, silent=1.0)
-        quiet = _watched(sup, 999998, 2, silent=60.0)
-        quiet.last_beat = None  # never sent a heartbeat (a hook that could not start its thread): not watched
-        # the first look, and a look after the launcher itself did not run: silence is no evidence
-        sup._check_hangs()
-        assert not hung.hung and hung.last_beat is not None and time.monotonic() - hung.last_beat < 1
-        hung.last_beat = time.monotonic() - 6.0
-        sup.last_hang_check = time.monotonic() - HANG_GAP_SECONDS - 1
-        sup._check_hangs()
-        assert not hung.hung
-        hung.last_beat = time.monotonic() - 6.0
-        sup._check_hangs()
-        assert hung.hung and not healthy.hung and not quiet.hung
-        assert sup.fault_ranks == {1} and sup.last_fault is hung and sup.last_fault_code == -signal.SIGKILL
-        assert victim.wait(timeout=30) == -signal.SIGKILL
-        # recorded once; a second silent rank during that recovery joins the fault's ranks
-        healthy.last_beat = time.monotonic() - 6.0
-        sup._check_hangs()
-        assert healthy.hung and sup.fault_ranks == {0, 1}
-        # while the launcher stops the training, nothing is taken for hung
-        late = _watched(sup, 999997, 3, silent=60.0)
-        sup.stop_reason = "SIGTERM received"
-        sup._check_hangs()
-        assert not late.hung
-    finally:
-        with contextlib.suppress(OSError):
-            victim.kill()
-        victim.wait()
+    state = RecoveryState()
+    watch = HangWatch(5.0)
+    hung = _watched(state, 4242, 1, silent=6.0)
+    healthy = _watched(state, 999999, 0, silent=1.0)
+    quiet = _watched(state, 999998, 2, silent=60.0)
+    quiet.last_beat = None  # never sent a heartbeat (a hook that could not start its thread): not watched
+    # the first look, and a look after the launcher itself did not run: silence is no evidence
+    assert watch.look(state, time.monotonic()) == []
+    assert not hung.hung and hung.last_beat is not None and time.monotonic() - hung.last_beat < 1
+    hung.last_beat = time.monotonic() - 6.0
+    watch.last_look = time.monotonic() - GAP_SECONDS - 1
+    assert watch.look(state, time.monotonic()) == []
+    assert not hung.hung
+    hung.last_beat = time.monotonic() - 6.0
+    (taken,) = watch.look(state, time.monotonic())
+    assert taken.worker is hung and hung.hung and not healthy.hung and not quiet.hung
+    assert state.fault is not None and state.fault.ranks == {1} and state.fault.worker is hung
+    assert state.failed_code() == HUNG_CODE == -signal.SIGKILL
+    (event,) = taken.events
+    assert (event.kind, event.details["cause"], event.details["hang_timeout"]) == ("worker-hang", "heartbeat", 5.0)
+    # recorded once; a second silent rank during that recovery joins the fault's ranks
+    healthy.last_beat = time.monotonic() - 6.0
+    assert [t.worker for t in watch.look(state, time.monotonic())] == [healthy]
+    assert healthy.hung and state.fault.ranks == {0, 1} and state.fault.worker is hung
+    # while the launcher stops the training, nothing is taken for hung
+    late = _watched(state, 999997, 3, silent=60.0)
+    state.stop("SIGTERM received")
+    assert watch.look(state, time.monotonic()) == [] and not late.hung
 
 
 def test_a_stopped_worker_is_recorded_as_hung_and_killed_so_the_agent_restarts_it(tmp_path: Path) -> None:
@@ -545,17 +543,17 @@ def test_a_start_without_process_group_in_time_is_a_hang_of_the_rank_that_never_
     try:
         for rank, proc in ((0, waiting), (1, stalled)):
             sup._worker_started({"pid": proc.pid, "rank": rank, "local_rank": rank, "restart_count": 0})
-        sup._check_starts()
+        sup._watch()
         assert not any(w.hung for w in sup.workers.values())  # no process group begun: not watched
         for w in sup.workers.values():
             w.began -= 60
-        sup._check_starts()
+        sup._watch()
         assert not any(w.hung for w in sup.workers.values())  # still none begun
         sup._worker_phase("pg-init", {"event": "pg-init", "pid": waiting.pid})
-        sup._check_starts()
+        sup._watch()
         assert sup.workers[stalled.pid].hung and not sup.workers[waiting.pid].hung
         assert stalled.wait(timeout=30) == -signal.SIGKILL
-        sup._check_starts()  # the generation has its fault: the waiting rank is left to the recovery
+        sup._watch()  # the generation has its fault: the waiting rank is left to the recovery
         assert not sup.workers[waiting.pid].hung
     finally:
         for proc in (stalled, waiting):
@@ -579,10 +577,10 @@ def test_a_waiting_rank_that_started_earlier_is_not_taken_for_the_one_that_never
         sup._worker_phase("pg-init", {"event": "pg-init", "pid": waiting.pid})
         sup.workers[waiting.pid].began -= 21  # over the 20 s start_timeout
         sup.workers[stalled.pid].began -= 15  # started 6 s later: not yet
-        sup._check_starts()
+        sup._watch()
         assert not any(w.hung for w in sup.workers.values())
         sup.workers[stalled.pid].began -= 6
-        sup._check_starts()
+        sup._watch()
         assert sup.workers[stalled.pid].hung and not sup.workers[waiting.pid].hung
     finally:
         for proc in (waiting, stalled):
@@ -599,8 +597,8 @@ def test_all_ranks_waiting_for_a_remote_peer_are_taken_together(tmp_path: Path) 
             sup._worker_started({"pid": proc.pid, "rank": rank, "local_rank": rank, "restart_count": 0})
             sup._worker_phase("pg-init", {"event": "pg-init", "pid": proc.pid})
             sup.workers[proc.pid].began -= 60
-        sup._check_starts()
-        assert all(w.hung for w in sup.workers.values()) and sup.fault_ranks == {0, 1}
+        sup._watch()
+        assert all(w.hung for w in sup.workers.values()) and sup.state.fault.ranks == {0, 1}
     finally:
         for proc in procs:
             with contextlib.suppress(OSError):
@@ -612,11 +610,11 @@ def test_a_recovery_without_new_processes_in_time_stops_the_training(tmp_path: P
     sup = _sup(tmp_path, start_timeout=30.0)
     sup._worker_started({"pid": 999990, "rank": 1, "local_rank": 1, "restart_count": 0})
     sup._worker_ended(sup.workers[999990], -9, gone=True)
-    sup._check_recovery()
-    assert sup.stop_reason is None
-    sup.fault_time -= 31
-    sup._check_recovery()
-    assert sup.stop_reason is not None and "no new training process" in sup.stop_reason
+    sup._watch()
+    assert sup.state.stop_reason is None
+    sup.state.fault.time -= 31
+    sup._watch()
+    assert sup.state.stop_reason is not None and "no new training process" in sup.state.stop_reason
     sup.timeline.close()
     events = read_jsonl(tmp_path / "t.jsonl")
     (timeout,) = [e for e in events if e["event"] == "recovery-timeout"]
@@ -651,27 +649,27 @@ def test_the_drill_is_answered_and_injects_only_into_a_process_of_this_launch(tm
     proc = _sleeper()
     try:
         sup._worker_started({"pid": proc.pid, "rank": 4, "local_rank": 1, "restart_count": 0})
-        status = sup._drill({"op": "status"})["status"]
+        status = sup.drill.answer({"op": "status"})["status"]
         assert (status["steady"], status["max_restarts"], status["restart_count"]) == (False, 3, 0)
         assert "rank 4 is before process group init" in status["why_not"]
         # every rank behind is named, in rank order whatever order they reported in
         sup._worker_started({"pid": 999991, "rank": 2, "local_rank": 0, "restart_count": 0})
         sup._worker_phase("pg-init", {"pid": 999991})
-        why = sup._drill({"op": "status"})["status"]["why_not"]
+        why = sup.drill.answer({"op": "status"})["status"]["why_not"]
         assert why.startswith("rank 2 is in process group init, rank 4 is before process group init"), why
         del sup.workers[999991]
-        refused = sup._drill({"op": "inject", "fault": "kill", "local_rank": 1, "signal": 9})
+        refused = sup.drill.answer({"op": "inject", "fault": "kill", "local_rank": 1, "signal": 9})
         assert not refused["ok"] and "not in steady training" in refused["error"]
         sup.workers[proc.pid].phase = "training"
-        assert sup._drill({"op": "status"})["status"]["steady"]
+        assert sup.drill.answer({"op": "status"})["status"]["steady"]
         assert (
             "no training process of local rank 0"
-            in sup._drill({"op": "inject", "fault": "hang", "local_rank": 0})["error"]
+            in sup.drill.answer({"op": "inject", "fault": "hang", "local_rank": 0})["error"]
         )
-        assert not sup._drill({"op": "inject", "fault": "kill", "local_rank": 1, "signal": 19})["ok"]  # SIGSTOP
-        assert not sup._drill({"op": "inject", "fault": "exit", "local_rank": 1, "code": 0})["ok"]
-        assert not sup._drill({"op": "inject", "fault": "reboot", "local_rank": 1})["ok"]
-        done = sup._drill({"op": "inject", "fault": "kill", "local_rank": 1, "signal": int(signal.SIGTERM)})
+        assert not sup.drill.answer({"op": "inject", "fault": "kill", "local_rank": 1, "signal": 19})["ok"]  # SIGSTOP
+        assert not sup.drill.answer({"op": "inject", "fault": "exit", "local_rank": 1, "code": 0})["ok"]
+        assert not sup.drill.answer({"op": "inject", "fault": "reboot", "local_rank": 1})["ok"]
+        done = sup.drill.answer({"op": "inject", "fault": "kill", "local_rank": 1, "signal": int(signal.SIGTERM)})
         assert done["ok"] and done["pid"] == proc.pid and done["rank"] == 4
         assert proc.wait(timeout=30) == -signal.SIGTERM
     finally:

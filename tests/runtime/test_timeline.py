@@ -10,12 +10,10 @@ from typing import Any, Dict, List
 import pytest
 
 from resumable.errors import ResumableError
+from resumable.runtime.events import TIME_LIMIT, Event, parse_events
 from resumable.runtime.timeline import (
     MAX_TIMELINE_BYTES,
-    TIME_LIMIT,
-    Event,
     TimelineWriter,
-    parse_events,
     read_events,
     recoveries,
     render,

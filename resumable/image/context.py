@@ -45,10 +45,10 @@ from ..fileio import (
     sha256_of,
 )
 from ..hardware import IMAGE_PLATFORM
+from ..plan.image import module_of_import
 from ..plan.model import JobPlan, Plan, WheelPlan
 from ..wheelfiles import base_name, is_https, release_zip
 from ..wheelfiles import parse as parse_wheel_name
-from . import installed
 from .wheels import sha256_file, write_wheel
 
 #: the recipe (a link to images/runtime/Dockerfile in the source tree; a file in an installed package)
@@ -276,7 +276,7 @@ def _required_wheels(job: JobPlan) -> Set[str]:
     if job.launcher.ld_preload or job.launcher.taskd_manager.enabled:
         needed.add("taskd")
     if job.image.runpy_patch:
-        needed.add(installed.module_of_import(job.image.runpy_patch).split(".")[0])
+        needed.add(module_of_import(job.image.runpy_patch).split(".")[0])
     return needed
 
 

@@ -3,15 +3,20 @@
 Every flag is read off the release manifests (``MC:@<tag> component/*/build/*.yaml``; sources in
 docs/sources.md), named after what it changes and set from one :class:`resumable.releases.Gate`,
 so the component builders read as "if the release has healthz ports ..." rather than version
-compares.
+compares. Below the plan and the manifests alike: the plan reads what a release's NPU DaemonSets
+select (:func:`device_plugin_selector`), the builders everything else.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Dict, NamedTuple
 
-from .. import releases as R
-from ..versions import Version
+from . import releases as R
+from .constants import NODE_LABEL_ACCELERATOR
+from .versions import Version
+
+#: the node label value the device plugin selected before 26.1 (device-plugin-volcano-v{ver}.yaml, 910)
+ACCELERATOR_910 = "huawei-Ascend910"
 
 
 class Traits(NamedTuple):
@@ -75,3 +80,10 @@ def traits(release: str) -> Traits:
         volcano_release_tags=R.at_least(v, R.VOLCANO_RELEASE_TAGS),
         registry_os_tags=R.at_least(v, R.REGISTRY_OS_TAGS),
     )
+
+
+def device_plugin_selector(t: Traits, worker_selector: Dict[str, str]) -> Dict[str, str]:
+    """The device plugin's nodeSelector: ``workerselector`` from 26.1, ``accelerator: huawei-Ascend910``
+    before (the 910 variant of ``device-plugin-volcano-v{ver}.yaml``). The driver role removes it from a node
+    for its maintenance window (plan ``nodes.npu_daemonset_selector``)."""
+    return dict(worker_selector) if t.merged_device_plugin else {NODE_LABEL_ACCELERATOR: ACCELERATOR_910}
