@@ -459,6 +459,11 @@ CASES: Dict[str, Tuple[List[Tuple[Dict[str, Any], str]], Dict[str, Any]]] = {
             J + "recovery.monitor_interval": DELETE,
         },
     ),
+    # issue 34: TaskD's patch_launch_agent takes no health_check_server, which torch 2.13 passes
+    "taskd-torch-patch": (
+        [({J + "image.torch": "2.13.0"}, J + "image.torch")],
+        {J + "image.torch": "2.12.1"},
+    ),
     # issue 31: torchrun's own default (0.1 s from torch 2.4) is the fastest; TaskD's loop reads no option
     "monitor-interval": (
         [

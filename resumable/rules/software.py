@@ -8,6 +8,7 @@ from .. import releases as R
 from .. import wheelfiles
 from ..facts import WHEELS, JobFacts, needed_wheels, version_or_none
 from ..profile import Profile
+from ..versions import Version
 from .base import WARNING, Finding, job_rule
 
 
@@ -95,6 +96,36 @@ def monitor_interval(profile: Profile, f: JobFacts) -> Iterable[Finding]:
             "Remove recovery.monitor_interval (torchrun's default is the fastest), or acknowledge "
             "monitor-interval where a slower look is wanted (for example to spare a loaded host).",
         )
+
+
+#: the first torch whose launcher passes ``health_check_server`` to ``launch_agent``
+#: (torch v2.13.0 torch/distributed/launcher/api.py:187-198 and :241-245), which TaskD's
+#: ``patch_launch_agent(config, entrypoint, args)`` does not take
+TORCH_HEALTH_CHECK_SERVER = Version("2.13.0")
+
+
+@job_rule(
+    "taskd-torch-patch",
+    "TaskD's patch of torch elastic runs only on a torch whose launcher it was written for",
+    "MC:@v7.3.0 component/taskd/taskd/python/adaptor/patch/torch_patch.py:275-279; "
+    "MC:@v26.1.0 same file :271-275; torch v2.13.0 torch/distributed/launcher/api.py:187-198,241-245",
+)
+def taskd_torch_patch(profile: Profile, f: JobFacts) -> Iterable[Finding]:
+    """From 7.3.0 the image imports TaskD's patch of torch elastic (TASKD_RUNPY_PATCH), which replaces
+    ``launch_agent`` with ``patch_launch_agent(config, entrypoint, args)``. torch 2.13 calls
+    ``launch_agent(..., health_check_server=...)``, so every torchrun of the job ends at start with
+    ``TypeError: patch_launch_agent() got an unexpected keyword argument 'health_check_server'``
+    (run with the TaskD wheel built from the 7.3.0 and 26.1.0 sources: tools/taskd_build.py; torch
+    2.1.2 to 2.12.1 start). An undeclared torch is not judged."""
+    if not f.taskd_agent_loop or f.torch is None or f.torch < TORCH_HEALTH_CHECK_SERVER:
+        return
+    yield Finding(
+        ["%s.image.torch" % f.path, "cluster.mindcluster"],
+        "torch %s passes health_check_server to launch_agent, which TaskD's patch of torch elastic (MindCluster %s) "
+        "does not take: every torchrun of the job would fail at start" % (f.torch, f.release),
+        "Use torch 2.12 or older in the image (image.torch and the torch_npu built for it), or a MindCluster "
+        "release whose TaskD patch takes it.",
+    )
 
 
 def _adapter_gate(f: JobFacts, gate: R.Gate, what: str, path: str) -> Iterable[Finding]:
