@@ -10,7 +10,7 @@ DEMO_OUT ?= out/demo
 DEMO_VENV ?= .venv-demo
 DEMO_BIN := $(DEMO_VENV)/bin
 
-.PHONY: demo demo-venv test venv test-venv pulumi-venv tools lint typecheck pytest py38 ansible runtime-image bench-recovery docs clean sandbox sandbox-down
+.PHONY: check check-pytest demo demo-venv test venv test-venv pulumi-venv tools lint typecheck pytest py38 ansible runtime-image bench-recovery docs clean sandbox sandbox-down
 
 # The package alone (PyYAML is its only runtime dependency).
 $(BIN)/resumable: pyproject.toml
@@ -74,8 +74,9 @@ lint: test-venv
 typecheck: test-venv
 	$(BIN)/mypy
 
+# What `make check` leaves out: the tests that need the Go tools, a container engine or torchrun.
 pytest: test-venv tools
-	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=40
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not ($(CHECK_MARKERS))" --durations=40
 
 # The core of resumable must keep working on the oldest Python of the training images.
 py38:
@@ -93,11 +94,21 @@ runtime-image: test-venv
 bench-recovery: test-venv
 	$(BIN)/python benchmarks/recovery_cpu.py
 
+# The everyday loop: lint, types and every test that needs nothing beyond the test virtualenv (no Go
+# tools, no container engine or molecule, no torchrun end-to-end; the markers in tests/conftest.py).
+# Minutes, not the hour of `make test`, which stays the gate CI runs.
+# `make test` runs it first, then the rest.
+CHECK_MARKERS := not cluster and not container and not torch and not slow
+check: lint typecheck check-pytest
+
+check-pytest: test-venv
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "$(CHECK_MARKERS)" --durations=10
+
 # The checks first, then pytest beside the rest on the two cores (a second job slot runs py38,
 # every molecule scenario and the image build one after another): much of pytest waits on the
 # control plane, the Pulumi engine and torchrun, and molecule on containers. Lines are kept whole
 # (-Oline); a failure of either side fails the target after both have finished.
-test: lint typecheck
+test: check
 	$(MAKE) --no-print-directory -j2 -Oline --keep-going pytest py38 ansible runtime-image
 
 # A local Kubernetes control plane (the real programs, KWOK fake nodes labelled from the profile's

@@ -67,3 +67,59 @@ def example_profile(name: str, tmp_path: Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
     return target
+
+
+#: what a test needs beyond the test virtualenv, by marker; ``make check`` deselects them all and
+#: ``make test`` runs everything. A module marks itself with ``pytestmark``, or is listed here by name.
+NEEDS: Dict[str, str] = {
+    "cluster": "the Go tools (make tools): a control plane, the Pulumi engine, the Ascend Operator, Volcano",
+    "container": "podman or a fresh virtualenv: molecule scenarios, image builds, wheel and demo installs",
+    "torch": "real torchrun on the CPU (gloo): the launcher's end-to-end runs",
+}
+#: the fixtures that start a control plane (tests/cluster/fixtures.py)
+CLUSTER_FIXTURES = frozenset({"start_plane", "kube_cluster", "cluster", "a2", "project"})
+#: modules that need a marker's tools without naming a fixture of it
+MODULES_NEEDING: Dict[str, str] = {
+    "test_strings_apiserver": "cluster",
+    "test_render_apiserver": "cluster",
+    "test_go_tools": "cluster",
+    "test_taskd_build": "cluster",
+    "test_demo": "container",
+    "test_wheel": "container",
+    "test_pulumi_venv": "container",
+    "test_image": "container",
+    "test_context": "container",
+    "test_ansible_site": "container",
+    "test_ansible_node_roles": "container",
+    "test_ansible_rollout": "container",
+    "test_ansible_drain_window": "container",
+    "test_ansible_collection": "container",
+    "test_e2e_torchrun": "torch",
+    "test_benchmark_smoke": "torch",
+    "test_drill": "torch",
+    "test_warm": "torch",
+    "test_supervisor": "torch",
+    "test_hostile_inputs": "torch",
+    "test_torchrun_patch": "torch",
+}
+
+
+def pytest_configure(config: Any) -> None:
+    for name, why in NEEDS.items():
+        config.addinivalue_line("markers", f"{name}: needs {why}")
+
+
+def pytest_collection_modifyitems(config: Any, items: Any) -> None:
+    """Mark every test with what it needs (NEEDS): by its directory (tests/cluster/), the fixtures
+    it uses, or its module (MODULES_NEEDING)."""
+    import pytest
+
+    for item in items:
+        path = Path(str(item.fspath))
+        needs = set()
+        if path.parent.name == "cluster" or CLUSTER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            needs.add("cluster")
+        if path.stem in MODULES_NEEDING:
+            needs.add(MODULES_NEEDING[path.stem])
+        for name in sorted(needs):
+            item.add_marker(getattr(pytest.mark, name))
