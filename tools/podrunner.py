@@ -84,6 +84,25 @@ REDIRECT = re.compile(r"\s*2>&1\s*$")
 #: what a shell would interpret in a command line (refused: this runner is no shell)
 SHELL_SYNTAX = re.compile(r"[;&|<>$`]")
 LISTEN_FLAG = re.compile(r"^(--[\w-]*address)=(?:0\.0\.0\.0)?:(\d+)$")
+#: a listen flag that takes a port alone and listens on every interface with it: the Ascend Operator's
+#: health check from 26.0 (MC:@v26.1.0 component/ascend-common/common-utils/healthz/healthz.go:38,148-150,
+#: 190: ``net.Listen("tcp", ":"+port)``, default 11251; the rendered Deployment says 11252). It cannot
+#: be moved to loopback, only to a free port.
+PORT_FLAG = re.compile(r"^(--[\w-]*address)=(\d+)$")
+#: the listen addresses a program opens on every interface by default when its command line does
+#: not name them, with the first version that has the flag: in a pod each has its own network
+#: namespace, here they share the machine's, so they are named and moved to free loopback ports like
+#: the named ones (the scheduler and the controller manager both default the health check to :11251,
+#: which only one of them could bind). volcano-sh/volcano v1.9.0 and v1.12.0
+#: cmd/scheduler/app/options/options.go defaultListenAddress ":8080", defaultHealthzAddress ":11251";
+#: cmd/controller-manager/app/options/options.go defaultHealthzAddress ":11251", and from v1.12.0
+#: defaultListenAddress ":8081" (the metrics server --enable-metrics starts; v1.9.0 has no such flag).
+#: The Ascend Operator serves no metrics (main.go MetricsBindAddress "0" at v7.3.0, BindAddress "0"
+#: at v26.1.0); its health check takes a port alone (PORT_FLAG).
+DEFAULT_LISTEN: Dict[str, Tuple[Tuple[str, str], ...]] = {
+    "vc-scheduler": (("--listen-address", "1.9.0"), ("--healthz-address", "1.9.0")),
+    "vc-controller-manager": (("--healthz-address", "1.9.0"), ("--listen-address", "1.12.0")),
+}
 POLL_SECONDS = 1.0
 BACKOFF_FIRST = 10.0
 BACKOFF_MAX = 300.0
@@ -284,11 +303,31 @@ def rewrite(args: Sequence[str], mounts: Mounts) -> List[str]:
         if listen:
             out.append(f"{listen.group(1)}=127.0.0.1:{free_port()}")
             continue
+        port = PORT_FLAG.match(arg)
+        if port:
+            out.append(f"{port.group(1)}={free_port()}")
+            continue
         flag, equals, value = arg.partition("=") if arg.startswith("-") else ("", "", arg)
         if value.startswith("/") and (equals or not flag):
             value = str(mounts.resolve(value))
         out.append(f"{flag}{equals}{value}" if flag else value)
     return out
+
+
+def default_listen(program: str, version: str, args: Sequence[str]) -> List[str]:
+    """The loopback addresses for the listen flags ``program`` at ``version`` defaults to every
+    interface and ``args`` does not name (DEFAULT_LISTEN)."""
+    named = {arg.split("=", 1)[0] for arg in args}
+    return [
+        f"{flag}=127.0.0.1:{free_port()}"
+        for flag, since in DEFAULT_LISTEN.get(program, ())
+        if flag not in named and version_key(version) >= version_key(since)
+    ]
+
+
+def version_key(version: str) -> Tuple[int, ...]:
+    """``1.12.0`` as (1, 12, 0): the numeric parts of a version, in order."""
+    return tuple(int(part) for part in re.findall(r"\d+", version))
 
 
 def field_value(pod: Obj, path: str) -> str:
@@ -354,7 +393,7 @@ def prepare(api: Api, pod: Obj, container: Obj, base: Path, log: Path) -> Contai
     mounts = make_mounts(api, pod, container, base)
     kubeconfig = mounts.root.parent / "kubeconfig"
     write_kubeconfig(api, api.token(pod), kubeconfig)
-    args = rewrite(words[1:], mounts)
+    args = rewrite(words[1:], mounts) + default_listen(program, version, words[1:])
     if family in KUBECONFIG_FLAG:
         args.append(f"--kubeconfig={kubeconfig}")
     env = container_env(pod, container)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import List
 
 from conftest import EXAMPLES
 
@@ -11,7 +12,7 @@ from .fixtures import StartPlane, controlplane, plan_nodes
 
 
 def test_nodes_from_the_plan_are_ready_with_their_labels_and_npus(start_plane: StartPlane) -> None:
-    plane = start_plane(plan_nodes(EXAMPLES / "pytorch-process-recovery.yaml"))
+    plane = start_plane(plan_nodes(EXAMPLES / "pytorch-process-recovery.yaml", compute=2))
     nodes = {n["metadata"]["name"]: n for n in plane.get_json("nodes")["items"]}
     assert sorted(nodes) == ["master-0", "npu-0", "npu-1"]
     assert nodes["master-0"]["metadata"]["labels"]["masterselector"] == "dls-master-node"
@@ -49,7 +50,7 @@ def test_every_process_is_stopped_when_the_test_fails(tmp_path: Path) -> None:
         plane.start()
         started = list(plane.processes)
         pids = [p.pid for p in started]
-        assert len(pids) == 5 and all(p.alive() for p in started)
+        assert len(pids) == 6 and all(p.alive() for p in started)
         raise RuntimeError("a test fails here")
     except RuntimeError:
         pass
@@ -59,13 +60,38 @@ def test_every_process_is_stopped_when_the_test_fails(tmp_path: Path) -> None:
         assert process.child is not None and process.child.returncode is not None, f"{process.name} left running"
         assert not Path(f"/proc/{process.pid}/exe").exists() or not _same_program(process)
     assert not (tmp_path / "plane" / controlplane.PROCESSES_FILE).exists()
+    assert processes_naming(tmp_path / "plane") == [], "a process of the plane (or the pod runner's) outlived it"
+
+
+def processes_naming(directory: Path) -> List[str]:
+    """The command lines of running processes that name ``directory`` (what the plane and the pod
+    runner start all do)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            words = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        line = " ".join(w.decode(errors="replace") for w in words if w)
+        if str(directory) in line:
+            found.append(line)
+    return found
 
 
 def test_down_stops_what_up_started_and_nothing_else(tmp_path: Path) -> None:
     plane_dir = tmp_path / "sandbox"
     assert controlplane.main(["up", "--dir", str(plane_dir)]) == 0
     recorded = controlplane.recorded(plane_dir)
-    assert {p.name for p in recorded} == {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
+    assert {p.name for p in recorded} == {
+        "etcd",
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+        "kwok",
+        "podrunner",
+    }
     bystander = os.getpid()
     (plane_dir / controlplane.PROCESSES_FILE).write_text(
         (plane_dir / controlplane.PROCESSES_FILE).read_text().replace("]\n", "")[:-1]

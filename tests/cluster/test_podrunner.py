@@ -92,6 +92,7 @@ def test_paths_move_into_the_pods_directories_and_listen_addresses_onto_loopback
             "--listen-address=:8080",
             "--healthz-address=0.0.0.0:11251",
             "-v=2",
+            "--healthz-address=11252",
         ],
         mounts,
     )
@@ -102,6 +103,26 @@ def test_paths_move_into_the_pods_directories_and_listen_addresses_onto_loopback
     assert args[4].startswith("--listen-address=127.0.0.1:") and not args[4].endswith(":8080")
     assert args[5].startswith("--healthz-address=127.0.0.1:")
     assert args[6] == "-v=2"
+    # a port alone (the Ascend Operator's health check from 26.0 listens on ":"+port): a free port
+    assert (
+        args[7].startswith("--healthz-address=")
+        and args[7].split("=")[1].isdigit()
+        and args[7] != "--healthz-address=11252"
+    )
+
+
+def test_a_listen_address_left_to_its_default_is_named_on_loopback() -> None:
+    """Volcano 1.12's deployments enable the health check and the metrics without naming their
+    addresses: the scheduler and the controller manager would both bind :11251, and the controller
+    manager's metrics :8081 (a flag Volcano 1.9's controller manager does not have)."""
+    extra = podrunner.default_listen("vc-scheduler", "1.12.0", ["--enable-healthz=true", "--listen-address=:8080"])
+    assert [a.split("=")[0] for a in extra] == ["--healthz-address"]
+    assert extra[0].startswith("--healthz-address=127.0.0.1:") and not extra[0].endswith(":11251")
+    new = podrunner.default_listen("vc-controller-manager", "1.12.0", ["--enable-metrics=true"])
+    assert [a.split("=")[0] for a in new] == ["--healthz-address", "--listen-address"]
+    old = podrunner.default_listen("vc-controller-manager", "1.9.0", [])
+    assert [a.split("=")[0] for a in old] == ["--healthz-address"]
+    assert podrunner.default_listen("ascend-operator", "26.1.0", ["--enableGangScheduling=true"]) == []
 
 
 def test_downward_api_values_come_from_the_pod() -> None:
