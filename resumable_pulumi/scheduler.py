@@ -17,9 +17,9 @@ Lifecycle decisions (docs/pulumi.md):
   ``daemonset_timeout`` (their rollout visits every node), so a cluster whose nodes are not
   labelled or whose images are not loaded fails in minutes, not after the provider's 10-minute
   default, with the provider's message naming the unschedulable pods.
-- Namespaces and CRDs are replaced delete-before-create: a create is a server-side apply that takes
-  a kept object over (resumable_pulumi/program.py ``provider``), and must never be followed by the
-  delete of the object it took over.
+- Namespaces, CRDs and queues (the kept kinds) are replaced delete-before-create: a create is a
+  server-side apply that takes a kept object over (resumable_pulumi/program.py ``provider``), and
+  must never be followed by the delete of the object it took over.
 """
 
 from __future__ import annotations

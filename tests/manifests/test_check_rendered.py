@@ -43,7 +43,8 @@ def test_the_ascendjob_is_checked_against_the_rendered_crd(rendered: Path, capsy
         "AscendJob llama-pretrain: checked against 1-crds/007-customresourcedefinition-ascendjobs.mindxdl.gitee.com"
         in out
     )
-    assert ", 1 custom resources" in out
+    assert "Queue default: checked against 1-crds/" in out  # the scheduling stack's queue (D18)
+    assert ", 2 custom resources" in out
 
 
 def test_a_field_the_crd_does_not_have_is_invalid(rendered: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -279,7 +279,7 @@ def test_wiring_provider_parents_dependencies_retain(program: Any, name: str) ->
         assert provider.inputs["enableConfigMapMutable"] == "true"
         assert provider.inputs["clusterIdentifier"] == CLUSTER_NAMES[name]
         urns = {r.type: r.urn for r in regs if r.type.startswith("ascend-resumable:")}
-        kept = ("Namespace", "CustomResourceDefinition", "PersistentVolume", "PersistentVolumeClaim")
+        kept = ("Namespace", "CustomResourceDefinition", "Queue", "PersistentVolume", "PersistentVolumeClaim")
         for r in kubernetes_objects():
             assert r.request.provider.startswith(provider.urn + "::"), f"{r.key} not on the stack's provider"
             # a take-over followed by the delete of the old object would delete what it took over
@@ -309,7 +309,13 @@ def test_wiring_provider_parents_dependencies_retain(program: Any, name: str) ->
                 assert cm.urn in job.request.dependencies, f"{job.key} does not wait for {cm.key}"
         for key, r in objs.items():
             kind = r.inputs["kind"]
-            keep = kind in ("Namespace", "CustomResourceDefinition", "PersistentVolume", "PersistentVolumeClaim")
+            keep = kind in (
+                "Namespace",
+                "CustomResourceDefinition",
+                "Queue",
+                "PersistentVolume",
+                "PersistentVolumeClaim",
+            )
             keep = keep or is_storage_prepare(r)
             assert bool(r.request.retainOnDelete) == keep, key
             if kind == "PersistentVolumeClaim" and r.inputs["spec"].get("volumeName"):
@@ -359,6 +365,9 @@ def test_every_object_validates(program: Any, name: str) -> Any:
         "AscendJob": first(load_objects(root / "ascend-operator.yaml"), "CustomResourceDefinition"),
         "Job": first(load_objects(root / "volcano-v1.9.0.yaml"), "CustomResourceDefinition", "jobs.batch.volcano.sh"),
     }
+    queue_crd = first(
+        load_objects(root / "volcano-v1.9.0.yaml"), "CustomResourceDefinition", "queues.scheduling.volcano.sh"
+    )
     deployment = program(name)
 
     def check(_: Any) -> None:
@@ -366,6 +375,8 @@ def test_every_object_validates(program: Any, name: str) -> Any:
             obj = dict(r.inputs)
             if obj["kind"] in crds and obj["apiVersion"].endswith(("mindxdl.gitee.com/v1", "volcano.sh/v1alpha1")):
                 assert validate_cr(obj, crds[obj["kind"]]) == [], r.key
+            elif obj["kind"] == "Queue":  # the stack's queue (D18): against Volcano's own CRD
+                assert validate_cr(obj, queue_crd) == [], r.key
             else:
                 kubernetes_validate.validate(obj, exp.kube, strict=True)
 

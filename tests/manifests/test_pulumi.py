@@ -24,6 +24,8 @@ from .upstream import release_dir
 
 #: Namespaces upstream leaves to the user (INST01 "Creating a Namespace"), created by the stack.
 HAND_MADE_NAMESPACES = {"Namespace/mindx-dl", "Namespace/cluster-system"}
+#: the Volcano queues the jobs name, created with the stack (D18; upstream leaves them to Volcano)
+STACK_QUEUES = {"Queue/default"}
 #: The device plugin objects upstream renamed in 26.1 (ascendplugin-volcano.yaml at v26.0.0 vs v26.1.0).
 RENAMED_26_1 = {
     "ServiceAccount/kube-system/ascend-device-plugin-sa": "ServiceAccount/kube-system/ascend-device-plugin-sa-910",
@@ -85,7 +87,7 @@ def test_registers_what_upstream_ships(release: str) -> Any:
     import kubernetes_validate
 
     volcano = STACK_RELEASES[release].default_volcano
-    expected = upstream_keys(release, volcano) | HAND_MADE_NAMESPACES
+    expected = upstream_keys(release, volcano) | HAND_MADE_NAMESPACES | STACK_QUEUES
     kube = VOLCANO_BUILDS[volcano].kubernetes_max
     c = component(f"rel-{release}", scheduler=scheduler_plan(release, volcano, kubernetes=kube))
 
@@ -95,7 +97,8 @@ def test_registers_what_upstream_ships(release: str) -> Any:
         for r in objs:
             assert f"{TYPE_TOKEN}$kubernetes:" in r.urn, r.key
             assert r.request.parent.endswith(f"{TYPE_TOKEN}::rel-{release}"), r.key
-            kubernetes_validate.validate(dict(r.inputs), kube, strict=True)
+            if r.inputs["kind"] != "Queue":  # a custom resource: no schema in kubernetes-validate
+                kubernetes_validate.validate(dict(r.inputs), kube, strict=True)
 
     return done(c, check)
 
@@ -122,7 +125,11 @@ def test_namespaces_and_crds_survive_destroy(retain: bool) -> Any:
 
     def check(_: Any) -> None:
         kept = {r.key for r in kubernetes_objects() if r.request.retainOnDelete}
-        wanted = {r.key for r in kubernetes_objects() if r.inputs["kind"] in ("Namespace", "CustomResourceDefinition")}
+        wanted = {
+            r.key
+            for r in kubernetes_objects()
+            if r.inputs["kind"] in ("Namespace", "CustomResourceDefinition", "Queue")
+        }
         assert "CustomResourceDefinition/ascendjobs.mindxdl.gitee.com" in wanted
         assert kept == (wanted if retain else set())
         assert not any(r.request.protect for r in kubernetes_objects())
@@ -155,7 +162,7 @@ def test_older_release_has_no_aliases() -> Any:
         assert [r.key for r in kubernetes_objects() if alias_names(r.request)] == []
         # only the kept kinds (a create takes them over) are replaced delete-before-create
         replaced_first = {r.inputs["kind"] for r in kubernetes_objects() if r.request.deleteBeforeReplace}
-        assert replaced_first == {"Namespace", "CustomResourceDefinition"}
+        assert replaced_first == {"Namespace", "CustomResourceDefinition", "Queue"}
 
     return done(c, check)
 
