@@ -204,6 +204,13 @@ RENDEZVOUS_EDIT_LINE = Gate("7.2", "HA72-075")
 #: torchrun's own --monitor_interval default is 0.1 s from torch 2.4 (5 s before): TORCH run.py, pytorch/pytorch
 #: pull 124692 (merged April 2024, in torch 2.4.0).
 TORCH_FAST_MONITOR = Gate("2.4.0", "TORCH torch/distributed/run.py --monitor-interval (pull 124692, torch 2.4)")
+#: the first torch whose launcher passes ``health_check_server`` to ``launch_agent`` (torch v2.13.0
+#: torch/distributed/launcher/api.py:187-198, 241-245), which TaskD's ``patch_launch_agent(config,
+#: entrypoint, args)`` does not take (MC:@v7.3.0 component/taskd/taskd/python/adaptor/patch/torch_patch.py:275-279,
+#: @v26.1.0 :271-275): rule taskd-torch-patch.
+TORCH_HEALTH_CHECK_SERVER = Gate(
+    "2.13.0", "torch v2.13.0 torch/distributed/launcher/api.py:187-198,241-245 (launch_agent health_check_server)"
+)
 
 
 class DocumentedVersions(NamedTuple):

@@ -8,7 +8,6 @@ from .. import releases as R
 from .. import wheelfiles
 from ..facts import WHEELS, JobFacts, needed_wheels, version_or_none
 from ..profile import Profile
-from ..versions import Version
 from .base import WARNING, Finding, job_rule
 
 
@@ -98,17 +97,11 @@ def monitor_interval(profile: Profile, f: JobFacts) -> Iterable[Finding]:
         )
 
 
-#: the first torch whose launcher passes ``health_check_server`` to ``launch_agent``
-#: (torch v2.13.0 torch/distributed/launcher/api.py:187-198 and :241-245), which TaskD's
-#: ``patch_launch_agent(config, entrypoint, args)`` does not take
-TORCH_HEALTH_CHECK_SERVER = Version("2.13.0")
-
-
 @job_rule(
     "taskd-torch-patch",
     "TaskD's patch of torch elastic runs only on a torch whose launcher it was written for",
     "MC:@v7.3.0 component/taskd/taskd/python/adaptor/patch/torch_patch.py:275-279; "
-    "MC:@v26.1.0 same file :271-275; torch v2.13.0 torch/distributed/launcher/api.py:187-198,241-245",
+    "MC:@v26.1.0 same file :271-275; %s" % R.TORCH_HEALTH_CHECK_SERVER.source,
 )
 def taskd_torch_patch(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     """From 7.3.0 the image imports TaskD's patch of torch elastic (TASKD_RUNPY_PATCH), which replaces
@@ -117,7 +110,7 @@ def taskd_torch_patch(profile: Profile, f: JobFacts) -> Iterable[Finding]:
     ``TypeError: patch_launch_agent() got an unexpected keyword argument 'health_check_server'``
     (run with the TaskD wheel built from the 7.3.0 and 26.1.0 sources: tools/taskd_build.py; torch
     2.1.2 to 2.12.1 start). An undeclared torch is not judged."""
-    if not f.taskd_agent_loop or f.torch is None or f.torch < TORCH_HEALTH_CHECK_SERVER:
+    if not f.taskd_agent_loop or f.torch is None or not R.at_least(f.torch, R.TORCH_HEALTH_CHECK_SERVER):
         return
     yield Finding(
         ["%s.image.torch" % f.path, "cluster.mindcluster"],
