@@ -123,7 +123,7 @@ def cluster_queue_lister(kubeconfig: Optional[str], context: Optional[str]) -> C
     api = client.CustomObjectsApi(_api_client(kubeconfig, context))
 
     def names() -> List[str]:
-        found = api.list_cluster_custom_object("scheduling.volcano.sh", "v1beta1", "queues", _request_timeout=10)
+        found: Any = api.list_cluster_custom_object("scheduling.volcano.sh", "v1beta1", "queues", _request_timeout=10)
         return [str(item["metadata"]["name"]) for item in found.get("items") or []]
 
     return names

@@ -117,13 +117,25 @@ class FakeNode:
         }
 
 
-def nodes_from_plan(plan_json: Mapping[str, Any], compute: int = 2) -> List[FakeNode]:
-    """One management node and ``compute`` NPU nodes, labelled as site.yml labels them.
+def nodes_for_jobs(plan_json: Mapping[str, Any]) -> int:
+    """The NPU nodes the plan's jobs need all at once (at least 2): one per pod. Volcano admits a
+    job's PodGroup only when the cluster holds its ``minResources`` (every pod's NPUs), and the
+    Ascend Operator makes no pod before that (gang scheduling), so a cluster of fewer nodes leaves the
+    job Pending for good."""
+    pods = sum(int(r.get("replicas") or 0) for job in plan_json.get("jobs") or [] for r in job.get("replicas") or [])
+    return max(2, pods)
+
+
+def nodes_from_plan(plan_json: Mapping[str, Any], compute: Optional[int] = None) -> List[FakeNode]:
+    """One management node and ``compute`` NPU nodes (default: what the jobs need, nodes_for_jobs),
+    labelled as site.yml labels them.
 
     ``plan_json`` is ``resumable plan --format json``: the management node carries
     ``nodes.master_labels``; each compute node ``nodes.labels`` and ``nodes.npus_per_node`` of the
     resource ``nodes.npu_resource``, as the device plugin advertises them.
     """
+    if compute is None:
+        compute = nodes_for_jobs(plan_json)
     nodes = plan_json["nodes"]
     arch = "arm64" if nodes.get("arch") == "aarch64" else "amd64"
     resource = str(nodes["npu_resource"])
@@ -488,7 +500,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     up = sub.add_parser("up", help="start the control plane and its fake nodes")
     up.add_argument("--dir", type=Path, required=True, help="working directory (certificates, data, logs)")
     up.add_argument("--profile", type=Path, help="make fake nodes from this profile's plan")
-    up.add_argument("--compute-nodes", type=int, default=2, help="fake NPU nodes (default 2)")
+    up.add_argument(
+        "--compute-nodes", type=int, help="fake NPU nodes (default: one per pod of the profile's jobs, at least 2)"
+    )
     down = sub.add_parser("down", help="stop what `up` started in --dir")
     down.add_argument("--dir", type=Path, required=True)
     args = parser.parse_args(argv)

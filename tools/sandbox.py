@@ -110,7 +110,24 @@ TOOLS = (
 )
 
 
-def instructions(plane_dir: Path, profile: Path, jobs: Sequence[str]) -> List[str]:
+@dataclass(frozen=True)
+class Job:
+    name: str
+    namespace: str
+    kind: str
+
+
+def wait_running(job: Job) -> str:
+    """The kubectl line that waits until the job runs: an AscendJob's ``Running`` condition (the
+    operator sets it once every pod runs), a Volcano Job's ``status.state.phase``."""
+    if job.kind == "AscendJob":
+        what = f"--for=condition=Running ascendjob/{job.name}"
+    else:
+        what = f"--for=jsonpath={{.status.state.phase}}=Running jobs.batch.volcano.sh/{job.name}"
+    return f"kubectl wait {what} -n {job.namespace} --timeout=180s"
+
+
+def instructions(plane_dir: Path, profile: Path, jobs: Sequence[Job]) -> List[str]:
     state = plane_dir / "state"
     state.mkdir(exist_ok=True)
     tools = go_tools.bin_dirs([go_tools.all_tools()[n] for n in TOOLS])
@@ -126,7 +143,7 @@ def instructions(plane_dir: Path, profile: Path, jobs: Sequence[str]) -> List[st
         "kubectl get nodes --show-labels",
         "# the stacks of this profile, in order (the real Pulumi engine and provider; docs/pulumi.md):",
     ]
-    for stack in stacks_for(profile, jobs):
+    for stack in stacks_for(profile, [job.name for job in jobs]):
         lines.append(f"pulumi stack select --create {stack.name}")
         if stack.new:
             lines.append(f"pulumi config set profile {shlex.quote(str(profile))}")
@@ -134,15 +151,17 @@ def instructions(plane_dir: Path, profile: Path, jobs: Sequence[str]) -> List[st
         for job in stack.jobs_without_image:  # a prebuilt reference: nothing is built or pulled here
             lines.append(f"pulumi config set --path images.{job} {SANDBOX_IMAGE.format(job=job)}")
         lines.append(f"pulumi up --yes --stack {stack.name}")
+    lines.append("# the Ascend Operator and Volcano turn each job into a PodGroup and pods bound to the NPU nodes:")
+    lines += [wait_running(job) for job in jobs]
     lines += [
-        "kubectl get pods -A -o wide; kubectl get ascendjobs,jobs.batch.volcano.sh -A",
+        "kubectl get pods -A -o wide; kubectl get ascendjobs,jobs.batch.volcano.sh,podgroups -A",
         "# stop it: make sandbox-down (the state stays in " + str(state) + ")",
     ]
     return lines
 
 
-def job_names(plan: Dict[str, Any]) -> List[str]:
-    return [str(j["name"]) for j in plan.get("jobs") or []]
+def plan_jobs(plan: Dict[str, Any]) -> List[Job]:
+    return [Job(str(j["name"]), str(j["namespace"]), str(j["kind"])) for j in plan.get("jobs") or []]
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -151,7 +170,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     up = sub.add_parser("up", help="start the sandbox and print how to deploy onto it")
     up.add_argument("--dir", type=Path, required=True)
     up.add_argument("--profile", type=Path, required=True)
-    up.add_argument("--compute-nodes", type=int, default=2)
+    up.add_argument("--compute-nodes", type=int, help="fake NPU nodes (default: one per pod of the profile's jobs)")
     down = sub.add_parser("down", help="stop the sandbox in --dir (its state is kept)")
     down.add_argument("--dir", type=Path, required=True)
     args = parser.parse_args(argv)
@@ -169,13 +188,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (controlplane.UsageError, go_tools.ToolError) as exc:
         print(f"sandbox: {exc}", file=sys.stderr)
         return 2
-    code = controlplane.main(
-        ["up", "--dir", str(plane_dir), "--profile", str(profile), "--compute-nodes", str(args.compute_nodes)]
-    )
+    nodes = [] if args.compute_nodes is None else ["--compute-nodes", str(args.compute_nodes)]
+    code = controlplane.main(["up", "--dir", str(plane_dir), "--profile", str(profile), *nodes])
     if code != 0:
         return code
     copy_project(plane_dir / "project")
-    for line in instructions(plane_dir, profile, job_names(plan)):
+    for line in instructions(plane_dir, profile, plan_jobs(plan)):
         print(line)
     return 0
 

@@ -105,7 +105,7 @@ def kube_cluster(start_plane: StartPlane) -> KubeCluster:
     return KubeCluster(str(plane.bins["kubectl"]), str(plane.kubeconfig), plane)
 
 
-def plan_nodes(profile: Path, compute: int = 2) -> List[controlplane.FakeNode]:
+def plan_nodes(profile: Path, compute: Optional[int] = None) -> List[controlplane.FakeNode]:
     return controlplane.nodes_from_plan(controlplane.plan_json(profile), compute)
 
 

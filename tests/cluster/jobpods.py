@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
+import yaml
 
 from resumable import constants as C
 from resumable.plan.model import JobPlan
@@ -95,7 +96,8 @@ def pod_group(kube: Kube, job: JobPlan) -> Obj:
     groups = kube.get("podgroups.scheduling.volcano.sh", "-n", job.namespace)["items"]
     owned = [g for g in groups if any(o.get("name") == job.name for o in g["metadata"].get("ownerReferences") or [])]
     assert len(owned) == 1, f"{job.name}: PodGroups {[g['metadata']['name'] for g in groups]}"
-    return owned[0]
+    group: Obj = owned[0]
+    return group
 
 
 def check_scheduling(kube: Kube, job: JobPlan, pods: List[Obj], npu_nodes: List[str]) -> None:
@@ -111,7 +113,8 @@ def check_scheduling(kube: Kube, job: JobPlan, pods: List[Obj], npu_nodes: List[
 
 def ascend_container(pod: Obj) -> Obj:
     (container,) = [c for c in pod["spec"]["containers"] if c["name"] == C.CONTAINER_NAME]
-    return container
+    found: Obj = container
+    return found
 
 
 def container_npus(container: Obj) -> int:
@@ -222,3 +225,34 @@ def leader_service_ip(kube: Kube, job: JobPlan) -> str:
     leaders = [s for s in owned if "master" in s["metadata"]["name"] or "scheduler" in s["metadata"]["name"]]
     assert leaders, f"no leader Service of {job.name}: {[s['metadata']['name'] for s in services]}"
     return str(leaders[0]["spec"]["clusterIP"])
+
+
+def provision_claims(plane: Any, rendered: Path) -> List[str]:
+    """Play the storage provisioner the profile names (no CSI driver runs here): for every claim of the
+    rendered storage layer on a storage class, the class (late binding, as ceph-csi installs it) and a
+    volume pre-bound to the claim, so the job's pods can be scheduled. A claim the render binds to its
+    own volume (NFS) is left alone. Returns the claims provisioned."""
+    docs = [
+        d for path in sorted((rendered / "3-storage").rglob("*.yaml")) for d in yaml.safe_load_all(path.read_text())
+    ]
+    claims = [d for d in docs if d and d["kind"] == "PersistentVolumeClaim" and not d["spec"].get("volumeName")]
+    objects: List[Obj] = []
+    for cls in sorted({c["spec"]["storageClassName"] for c in claims}):
+        objects.append({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": cls},
+                        "provisioner": "test.invalid/none", "volumeBindingMode": "WaitForFirstConsumer"})  # fmt: skip
+    for claim in claims:
+        meta = claim["metadata"]
+        objects.append({
+            "apiVersion": "v1", "kind": "PersistentVolume",
+            "metadata": {"name": f"provisioned-{meta['namespace']}-{meta['name']}"},
+            "spec": {
+                "capacity": {"storage": claim["spec"]["resources"]["requests"]["storage"]},
+                "accessModes": claim["spec"]["accessModes"],
+                "storageClassName": claim["spec"]["storageClassName"],
+                "hostPath": {"path": f"/provisioned/{meta['namespace']}/{meta['name']}"},
+                "claimRef": {"namespace": meta["namespace"], "name": meta["name"]},
+            },
+        })  # fmt: skip
+    if objects:
+        plane.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(objects))
+    return [c["metadata"]["name"] for c in claims]

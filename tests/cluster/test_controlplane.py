@@ -11,7 +11,7 @@ from .fixtures import StartPlane, controlplane, plan_nodes
 
 
 def test_nodes_from_the_plan_are_ready_with_their_labels_and_npus(start_plane: StartPlane) -> None:
-    plane = start_plane(plan_nodes(EXAMPLES / "pytorch-process-recovery.yaml"))
+    plane = start_plane(plan_nodes(EXAMPLES / "pytorch-process-recovery.yaml", compute=2))
     nodes = {n["metadata"]["name"]: n for n in plane.get_json("nodes")["items"]}
     assert sorted(nodes) == ["master-0", "npu-0", "npu-1"]
     assert nodes["master-0"]["metadata"]["labels"]["masterselector"] == "dls-master-node"

@@ -19,8 +19,10 @@ import pytest
 import yaml
 from conftest import EXAMPLES
 
+from resumable.api import load_plan
 from resumable.cli import main as resumable
 
+from . import jobpods
 from .fixtures import PROJECT, Plane, Project, built, plan_nodes
 
 CLUSTER = "ascend-a2-cluster"
@@ -30,6 +32,11 @@ WORKLOADS: Dict[str, Tuple[str, str]] = {
     "mindspore-process-recovery": ("qwen-mindformers", "registry.example.com/ai/mindformers:1.5.0"),
     "pytorch-pod-rescheduling": ("gpt-pod-level", "registry.example.com/ai/mindspeed-llm:2.3.0"),
 }
+#: one per pod of the three job stacks at once (4 + 2 + 2): Volcano admits a job only when its PodGroup fits
+NPU_NODES = 8
+#: the job stacks whose claims bind here (NFS, pre-bound): their pods run; the MindSpore job's claims
+#: wait for a CephFS provisioner that does not run here, and so do its pods
+RUNNING_STACKS = ("pytorch-process-recovery", "pytorch-pod-rescheduling")
 KEPT_KINDS = ("namespace", "persistentvolume", "persistentvolumeclaim")
 #: the class the MindSpore example's claims name (storage.storage_class: cephfs), as ceph-csi installs
 #: it with a late binding: no provisioner runs here, so its claims stay Pending until a pod uses them,
@@ -50,7 +57,7 @@ def a2(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
     built(("kubernetes", "etcd", "kwok", "pulumi", "pulumi-kubernetes"))
     plane = Plane(tmp_path_factory.mktemp("a2-plane"))
     try:
-        plane.start(plan_nodes(EXAMPLES / "pytorch-process-recovery.yaml"))
+        plane.start(plan_nodes(EXAMPLES / "pytorch-process-recovery.yaml", compute=NPU_NODES))
         plane.kubectl("apply", "-f", "-", stdin=CEPHFS_CLASS)
         project = Project(tmp_path_factory.mktemp("a2") / "project", plane)
         project.configure(CLUSTER)
@@ -125,7 +132,7 @@ def test_the_cluster_stack_runs_every_component_ready_on_the_fake_nodes(a2: Proj
             assert got["status"].get("availableReplicas") == obj["spec"].get("replicas", 1), obj["metadata"]
         elif obj["kind"] == "DaemonSet":
             status = got["status"]
-            assert status["desiredNumberScheduled"] == status["numberReady"] == 2, obj["metadata"]["name"]
+            assert status["desiredNumberScheduled"] == status["numberReady"] == NPU_NODES, obj["metadata"]["name"]
     pods = plane.get_json("pods", "-A")["items"]
     by_app = {(p["metadata"]["namespace"], p["spec"]["nodeName"]) for p in pods}
     # management components on the management node, the NPU agents on the NPU nodes
@@ -163,6 +170,14 @@ def test_the_job_stacks_run_on_the_cluster_stack(a2: Project) -> None:
                 assert got["status"]["phase"] == "Pending" and got["spec"]["storageClassName"] == "cephfs"
         outputs = a2.outputs(stack)
         assert job in outputs["jobs"] and '"7.3.0"' in outputs["clusterRelease"]
+    # the real Ascend Operator and Volcano the cluster stack runs make each job's PodGroup and pods
+    kube = jobpods.Kube(plane)
+    npu_nodes = [n["metadata"]["name"] for n in plane.get_json("nodes")["items"] if n["metadata"]["name"] != "master-0"]
+    for stack in RUNNING_STACKS:
+        (job_plan,) = load_plan(str(a2.dir / "profiles" / f"{stack}.yaml")).jobs
+        pods = jobpods.wait_running(kube, job_plan, runner_log=plane.workdir / "runner" / "podrunner.log")
+        jobpods.check_scheduling(kube, job_plan, pods, npu_nodes)
+        jobpods.check_no_duplicate_env(pods)
     # a second up changes nothing; the cluster stack does not see the job stacks
     for stack in WORKLOADS:
         a2.pulumi("up", stack, "--expect-no-changes")

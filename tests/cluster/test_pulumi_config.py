@@ -5,14 +5,11 @@ CLI's validation, are tests/manifests/test_config.py (under mocks)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Dict
 
 import pytest
 import yaml
-from conftest import ROOT
 
 from .fixtures import PROJECT, Project, built
 
@@ -66,24 +63,3 @@ def test_every_shipped_stack_passes_the_cli_config_check(project: Project) -> No
         said = done.stdout + done.stderr
         assert "configuration value" not in said and "must be of type" not in said, (stack, said)
         assert "Previewing update" in said, (stack, said)
-
-
-@pytest.mark.parametrize(
-    "unset, where, message",
-    [
-        ((), "elsewhere", "has no Pulumi.yaml: run this in the Pulumi project's directory, or name it with --cwd"),
-        (("PULUMI_BACKEND_URL",), "project", "PULUMI_BACKEND_URL is not set"),
-        (("PULUMI_CONFIG_PASSPHRASE",), "project", "PULUMI_CONFIG_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE_FILE)"),
-    ],
-    ids=["no-project-here", "no-backend", "no-passphrase"],
-)
-def test_pulumi_local_refuses_with_one_paragraph_and_runs_where_it_is_started(
-    project: Project, tmp_path: Path, unset: Any, where: str, message: str
-) -> None:
-    """tools/pulumi_local.py as `make sandbox` prints it: no --cwd, run in the project directory."""
-    env = {k: v for k, v in project.env().items() if k not in unset}
-    cwd = project.dir if where == "project" else tmp_path
-    done = subprocess.run([sys.executable, str(ROOT / "tools" / "pulumi_local.py"), "preview", "--stack", STACK],
-                          cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
-    assert done.returncode == 2, done.stderr
-    assert message in done.stderr and "\n\n" not in done.stderr.strip() and "Traceback" not in done.stderr

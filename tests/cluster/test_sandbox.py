@@ -62,6 +62,7 @@ def test_make_sandbox_runs_the_shipped_stacks_as_printed_and_sandbox_down_stops_
             "kube-controller-manager",
             "kube-scheduler",
             "kwok",
+            "podrunner",
         }
         # the checkout's stack file is as shipped: the sandbox set the config in its copy
         assert (ROOT / "Pulumi.pytorch-process-recovery.yaml").read_text() == shipped

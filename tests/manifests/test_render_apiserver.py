@@ -26,6 +26,7 @@ import pytest
 import yaml
 from conftest import EXAMPLES
 
+from resumable.api import load_plan
 from resumable.cli import main as resumable
 from resumable.manifests.render import Step, apply_steps, delete_job_steps, diff_steps
 
@@ -106,6 +107,19 @@ def test_apply_diff_and_delete_one_job(cluster: Cluster, tmp_path: Path) -> None
     assert cluster.get("namespace", "training").returncode == 0
 
 
+def check_jobs_run(plane: Any, profile: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cluster import jobpods
+
+    kube = jobpods.Kube(plane)
+    npu_nodes = [n["metadata"]["name"] for n in plane.get_json("nodes")["items"] if n["metadata"]["name"] != "master-0"]
+    for job in load_plan(str(profile)).jobs:
+        pods = jobpods.wait_running(kube, job, runner_log=plane.workdir / "runner" / "podrunner.log")
+        jobpods.check_scheduling(kube, job, pods, npu_nodes)
+        jobpods.check_no_duplicate_env(pods)
+        (tmp_path / job.name).mkdir()
+        jobpods.check_launch(job, pods, tmp_path / job.name, monkeypatch, jobpods.leader_service_ip(kube, job))
+
+
 def printed_sections(text: str) -> Dict[str, List[List[str]]]:
     """The commands ``render`` prints, by the heading above them ("apply, in this order:", ...)."""
     sections: Dict[str, List[List[str]]] = {}
@@ -120,12 +134,14 @@ def printed_sections(text: str) -> Dict[str, List[List[str]]]:
 
 @pytest.mark.parametrize("example", sorted(p.stem for p in EXAMPLES.glob("*.yaml")))
 def test_every_example_applies_on_a_fresh_cluster_as_render_prints_it(
-    example: str, start_plane: Any, tmp_path: Path
+    example: str, start_plane: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What a new user does: ``resumable render PROFILE --out DIR``, then the kubectl lines it printed,
-    in order, on a new cluster with the example's nodes; the printed diff finds nothing; the printed
-    delete removes the job alone. The shipped example as is (NFS examples wait for their prepare Job,
-    which KWOK completes)."""
+    in order, on a new cluster with the example's nodes; the real Ascend Operator and Volcano the
+    cluster layer deploys (tools/podrunner.py runs them) make each job's PodGroup and pods, which run
+    on the fake NPU nodes with the environment the launcher needs (tests/cluster/jobpods.py); the
+    printed diff finds nothing; the printed delete removes the job alone. The shipped example as is
+    (NFS examples wait for their prepare Job, which KWOK completes)."""
     from cluster.fixtures import plan_nodes
 
     plane = start_plane(plan_nodes(EXAMPLES / f"{example}.yaml"))
@@ -142,8 +158,12 @@ def test_every_example_applies_on_a_fresh_cluster_as_render_prints_it(
         "see what a new render would change:",
         "remove one job (its storage, the other jobs and the stack stay):",
     }, sections
+    from cluster.jobpods import provision_claims
+
+    provision_claims(plane, out)  # what the cluster's CSI driver would do for a storage class
     for argv in sections["apply, in this order:"]:
         cluster.run(Step(tuple(argv), "as printed"))
+    check_jobs_run(plane, EXAMPLES / f"{example}.yaml", tmp_path, monkeypatch)
     for argv in sections["see what a new render would change:"]:
         diff = cluster.run(Step(tuple(argv), "as printed"), check=False)
         assert diff.returncode == 0, "%s shows a difference after the apply:\n%s%s" % (argv, diff.stdout, diff.stderr)
@@ -157,3 +177,59 @@ def test_every_example_applies_on_a_fresh_cluster_as_render_prints_it(
     resource = "%s.%s" % (obj["kind"].lower(), obj["apiVersion"].split("/")[0])
     assert cluster.get(resource, obj["metadata"]["name"], "-n", obj["metadata"]["namespace"]).returncode != 0
     assert cluster.get("crd", "ascendjobs.mindxdl.gitee.com").returncode == 0
+
+
+def apply_as_printed_and_check_jobs(
+    profile: Path, start_plane: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Any:
+    """``resumable render`` of ``profile``, its printed apply lines on a fresh cluster with its nodes,
+    then every job checked as it runs (:func:`check_jobs_run`); the control plane is returned."""
+    from cluster.fixtures import plan_nodes
+    from cluster.jobpods import provision_claims
+
+    plane = start_plane(plan_nodes(profile))
+    cluster = Cluster([str(plane.bins["kubectl"])], str(plane.kubeconfig), runs_pods=True)
+    out = tmp_path / "rendered"
+    done = subprocess.run([sys.executable, "-m", "resumable", "render", str(profile), "--out", str(out)],
+                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    provision_claims(plane, out)
+    for argv in printed_sections(done.stdout + done.stderr)["apply, in this order:"]:
+        cluster.run(Step(tuple(argv), "as printed"))
+    check_jobs_run(plane, profile, tmp_path, monkeypatch)
+    return plane
+
+
+def edited_example(example: str, tmp_path: Path, edit: Any) -> Path:
+    doc = yaml.safe_load((EXAMPLES / f"{example}.yaml").read_text())
+    for wheel in [w for job in doc["jobs"] for w in (job.get("image") or {}).get("wheels", {}).values()]:
+        if wheel.get("file"):
+            wheel["file"] = str(EXAMPLES / wheel["file"])
+    edit(doc)
+    profile = tmp_path / f"{example}.yaml"
+    profile.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return profile
+
+
+def test_a_job_on_a_queue_of_its_own_runs_when_applied_right_after_the_stack(
+    start_plane: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``jobs[].queue: team-a``: the printed lines apply the job right after the layer that starts
+    Volcano. The Ascend Operator refuses a job whose queue it cannot get and never retries
+    (ascendjob_validate.go:72-80, ascendjob_controller.go:148-151 at 7.3.0); the cluster layer
+    creates the queue (D18), so the job runs on it."""
+    profile = edited_example("job-level-minimal", tmp_path, lambda doc: doc["jobs"][0].update(queue="team-a"))
+    plane = apply_as_printed_and_check_jobs(profile, start_plane, tmp_path, monkeypatch)
+    assert plane.get_json("queue.scheduling.volcano.sh", "team-a")["spec"]["weight"] == 1
+
+
+@pytest.mark.parametrize("release", ["26.0.0", "26.1.0"])
+@pytest.mark.parametrize("example", ["pytorch-process-recovery", "mindspore-process-recovery"])
+def test_the_operator_of_a_later_release_runs_the_process_level_examples(
+    example: str, release: str, start_plane: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shipped process-level examples moved to a 26.x release: that release's Ascend Operator
+    (which injects MS_ENABLE_TFT unquoted from 26.0.0, resumable/operatorenv.py) makes pods whose
+    environment the launcher reads without a problem and with no name twice."""
+    profile = edited_example(example, tmp_path, lambda doc: doc["cluster"].update(mindcluster=release))
+    apply_as_printed_and_check_jobs(profile, start_plane, tmp_path, monkeypatch)
