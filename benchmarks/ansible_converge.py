@@ -32,9 +32,13 @@ marginal CPU per node of the converged re-run is at most 1.0 s on the controller
 revision REV (exported with git archive, its own fixtures and resumable): the figures before a change.
 A projection for 500 nodes (--project-nodes, --project-cores; forks from ansible.cfg) says what it assumes.
 
+--after REV measures revision REV instead of the working tree (both exported: the tree can change meanwhile).
+Module runs and task evaluations per node are counted (benchmarks/callbacks/module_runs.py): a converged re-run
+passes only with at most 2 module runs on each node.
+
 usage (root, after scripts/test-ansible.sh set-up, or at least the node image + collections):
-    .venv/bin/python benchmarks/ansible_converge.py [--nodes 4] [--serial 2] [--repeats 3] [--base REV]
-        [--connection ssh|podman] [--keep]
+    .venv/bin/python benchmarks/ansible_converge.py [--nodes 4] [--serial 2] [--repeats 5] [--base REV]
+        [--after REV] [--connection ssh|podman] [--keep]
 """
 
 from __future__ import annotations
@@ -659,6 +663,9 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=REPEATS, help="how often each re-run is measured")
     parser.add_argument("--base", metavar="REV", help="also measure git revision REV first (the figures before)")
     parser.add_argument("--only-base", action="store_true", help="with --base: measure REV only")
+    parser.add_argument(
+        "--after", metavar="REV", help="measure git revision REV (exported) instead of the working tree: edits go on"
+    )
     parser.add_argument("--prefix", default="ascend-bench", help="container names: PREFIX-1, PREFIX-2, ...")
     parser.add_argument("--project-nodes", type=int, default=500)
     parser.add_argument("--project-cores", type=int, default=8, help="controller cores of the projection")
@@ -686,7 +693,9 @@ def main() -> int:
     trees = []
     if args.base:
         trees.append(export_tree(args.base, work))
-    if not args.only_base:
+    if args.after and not args.only_base:
+        trees.append(export_tree(args.after, work))
+    elif not args.only_base:
         trees.append(Tree("working tree", REPO, None))
     results = []
     try:
