@@ -72,11 +72,16 @@ class CallbackModule(CallbackBase):  # type: ignore[misc]
         action = result._task.action
         if not self._log:
             return
-        delegated = (result._result.get("_ansible_delegated_vars") or {}).get("ansible_delegated_host")
         host = result._host.get_name()
+        # a delegated task's result keeps only the connection vars of its target (ansible-core task_result.py
+        # _SUB_PRESERVE): the task's delegate_to names it, else (a template) the target's address does
+        delegated = result._result.get("_ansible_delegated_vars")
+        target = str(result._task.delegate_to or "")
+        if delegated is not None and ("{" in target or not target):
+            target = "delegated to %s" % delegated.get("ansible_host", "?")
         line = {
             "host": host,
-            "ran_on": delegated or host,
+            "ran_on": target if delegated is not None else host,
             "play": self._play,
             "task": result._task.get_name(),
             "action": action,
