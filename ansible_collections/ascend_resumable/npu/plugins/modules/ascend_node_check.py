@@ -346,7 +346,8 @@ def main():
     for name, part in sorted(p["parts"].items()):
         unknown = sorted(set(part or {}) - set(CHECKS)) if isinstance(part, dict) or part is None else ["(not a dict)"]
         if unknown:
-            module.fail_json(msg="parts.%s: unknown checks %s (known: %s)" % (name, ", ".join(unknown), ", ".join(CHECKS)))
+            known = ", ".join(CHECKS)
+            module.fail_json(msg="parts.%s: unknown checks %s (known: %s)" % (name, ", ".join(unknown), known))
     parts = {
         name: {"differences": differences_of(module, part or {}, family), "os_family": family}
         for name, part in sorted(p["parts"].items())
