@@ -295,8 +295,10 @@ class Run(NamedTuple):
 
 
 def counted(path: Path, nodes: List[str]) -> Tuple[Dict[str, int], Dict[str, int]]:
-    """Per node: module runs on the node itself (not delegated elsewhere), and task evaluations for it."""
+    """Per node: module runs on the node itself (not delegated elsewhere; run_once tasks, a cost of the run such as
+    the one label call per kubectl host, not counted), and task evaluations for it."""
     lines = [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
+    lines = [x for x in lines if not x.get("run_once")]
     modules = {n: sum(1 for x in lines if x["host"] == n and x["ran_on"] == n and x["module"]) for n in nodes}
     evaluations = {n: sum(1 for x in lines if x["host"] == n) for n in nodes}
     return modules, evaluations
@@ -305,7 +307,11 @@ def counted(path: Path, nodes: List[str]) -> Tuple[Dict[str, int], Dict[str, int
 def module_list(path: Path, node: str) -> List[str]:
     """The module runs on ``node`` (play: task (action)), for the report."""
     lines = [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
-    return ["%s (%s)" % (x["task"], x["action"]) for x in lines if x["host"] == node == x["ran_on"] and x["module"]]
+    return [
+        "%s (%s)%s" % (x["task"], x["action"], ", run_once" if x.get("run_once") else "")
+        for x in lines
+        if x["host"] == node == x["ran_on"] and x["module"]
+    ]
 
 
 def _set_subreaper(on: bool) -> None:

@@ -87,6 +87,8 @@ class CallbackModule(CallbackBase):  # type: ignore[misc]
             "action": action,
             "status": status,
             "module": status != "skipped" and module_run(action),
+            # a run_once task is a cost of the run (the labels of every node: one call per kubectl host), not per node
+            "run_once": bool(result._task.run_once),
         }
         with open(self._log, "a") as handle:
             handle.write(json.dumps(line) + "\n")
