@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
 import ansible_converge as bench  # noqa: E402
 
-MITOGEN = REPO / ".venv/lib/python%d.%d/site-packages/ansible_mitogen/plugins/strategy" % sys.version_info[:2]
+MITOGEN = REPO / (".venv/lib/python%d.%d/site-packages/ansible_mitogen/plugins/strategy" % sys.version_info[:2])
 VARIANTS = {
     "as committed": "",
     "no ssh compression, ControlPersist 300s": "ANSIBLE_SSH_ARGS=-o ControlMaster=auto -o ControlPersist=300s",
