@@ -31,8 +31,8 @@ VARIANTS = {
     "fact cache (jsonfile)": "ANSIBLE_CACHE_PLUGIN=jsonfile;ANSIBLE_CACHE_PLUGIN_CONNECTION={work}/facts",
     "free strategy (every play)": "ANSIBLE_STRATEGY=free",
     # Mitogen's ssh does not take the inventory's -o StrictHostKeyChecking=no: host key checking off instead
-    "Mitogen (mitogen_linear)": "ANSIBLE_STRATEGY=mitogen_linear;ANSIBLE_STRATEGY_PLUGINS=%s;ANSIBLE_HOST_KEY_CHECKING=False"
-    % MITOGEN,
+    "Mitogen (mitogen_linear)": "ANSIBLE_STRATEGY=mitogen_linear;ANSIBLE_STRATEGY_PLUGINS=%s;"
+    "ANSIBLE_HOST_KEY_CHECKING=False" % MITOGEN,
 }
 
 
