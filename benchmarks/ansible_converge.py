@@ -32,9 +32,13 @@ marginal CPU per node of the converged re-run is at most 1.0 s on the controller
 revision REV (exported with git archive, its own fixtures and resumable): the figures before a change.
 A projection for 500 nodes (--project-nodes, --project-cores; forks from ansible.cfg) says what it assumes.
 
+--after REV measures revision REV instead of the working tree (both exported: the tree can change meanwhile).
+Module runs and task evaluations per node are counted (benchmarks/callbacks/module_runs.py): a converged re-run
+passes only with at most 2 module runs on each node.
+
 usage (root, after scripts/test-ansible.sh set-up, or at least the node image + collections):
-    .venv/bin/python benchmarks/ansible_converge.py [--nodes 4] [--serial 2] [--repeats 3] [--base REV]
-        [--connection ssh|podman] [--keep]
+    .venv/bin/python benchmarks/ansible_converge.py [--nodes 4] [--serial 2] [--repeats 5] [--base REV]
+        [--after REV] [--connection ssh|podman] [--keep]
 """
 
 from __future__ import annotations
@@ -73,7 +77,14 @@ CMD ["/usr/sbin/sshd", "-D", "-e"]
 """
     % IMAGE
 )
-REPEATS = 3
+#: repeat pairs of the converged re-run (2 and N nodes): the marginal per node is the median of this many
+#: figures (issue 33: at least 5, with their range beside the median)
+REPEATS = 5
+#: the budget of a converged compute node (issue 33), counted by benchmarks/callbacks/module_runs.py: module runs
+#: on the node itself and task evaluations (results of any kind) for it, per re-run
+MODULE_RUNS = 2
+TASK_EVALUATIONS = 20
+CALLBACKS = REPO / "benchmarks" / "callbacks"
 #: the targets of issue 26: median marginal CPU seconds per node of a converged re-run
 TARGET_CONTROLLER = 1.0
 TARGET_NODES = 2.0
@@ -269,7 +280,8 @@ def stage_times(log: Path, tree: Path) -> Dict[str, float]:
 
 class Run(NamedTuple):
     """One site.yml run: wall time, changed tasks, CPU seconds (controller: all, main process; nodes),
-    seconds per site.yml stage."""
+    seconds per site.yml stage, the 1-minute load average before it, and per node the module runs on it and
+    its task evaluations (benchmarks/callbacks/module_runs.py)."""
 
     wall: float
     changed: int
@@ -277,6 +289,29 @@ class Run(NamedTuple):
     main: float
     nodes: float
     stages: Dict[str, float]
+    load: float
+    modules: Dict[str, int]
+    evaluations: Dict[str, int]
+
+
+def counted(path: Path, nodes: List[str]) -> Tuple[Dict[str, int], Dict[str, int]]:
+    """Per node: module runs on the node itself (not delegated elsewhere; run_once tasks, a cost of the run such as
+    the one label call per kubectl host, not counted), and task evaluations for it."""
+    lines = [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
+    lines = [x for x in lines if not x.get("run_once")]
+    modules = {n: sum(1 for x in lines if x["host"] == n and x["ran_on"] == n and x["module"]) for n in nodes}
+    evaluations = {n: sum(1 for x in lines if x["host"] == n) for n in nodes}
+    return modules, evaluations
+
+
+def module_list(path: Path, node: str) -> List[str]:
+    """The module runs on ``node`` (play: task (action)), for the report."""
+    lines = [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
+    return [
+        "%s (%s)%s" % (x["task"], x["action"], ", run_once" if x.get("run_once") else "")
+        for x in lines
+        if x["host"] == node == x["ran_on"] and x["module"]
+    ]
 
 
 def _set_subreaper(on: bool) -> None:
@@ -316,7 +351,10 @@ class Bench:
         (the set the run works on, its kubectl host included)."""
         main_file = log.with_suffix(".main-cpu")
         control = log.with_suffix(".cp")
+        runs_log = log.with_suffix(".modules")
         env = dict(self.env, BENCH_MAIN_CPU=str(main_file), ANSIBLE_SSH_CONTROL_PATH_DIR=str(control))
+        env["ASCEND_MODULE_RUNS_LOG"] = str(runs_log)
+        load = os.getloadavg()[0]
         argv = [str(VENV / "python"), "-c", LAUNCHER, "-i", str(self.inv), str(self.tree.root / "site.yml"), *extra]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         nodes_before = node_cpu(nodes)
@@ -332,7 +370,9 @@ class Bench:
         changed = sum(int(line.split("changed=")[1].split()[0]) for line in recap)
         controller = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
         main = float(json.loads(main_file.read_text()))
-        return Run(elapsed, changed, controller, main, nodes_used, stage_times(log, self.tree.root))
+        modules, evaluations = counted(runs_log, nodes)
+        stage = stage_times(log, self.tree.root)
+        return Run(elapsed, changed, controller, main, nodes_used, stage, load, modules, evaluations)
 
     def write_inventory(self, sets: List[List[str]], addresses: Dict[str, str], connection: str, pkgs: Path) -> None:
         fixtures = self.tree.root / "tests" / "fixtures"
@@ -421,6 +461,7 @@ class Measured(NamedTuple):
     reruns: Dict[int, List[Run]]
     rerun_installers: int
     loads: List[float]
+    rerun_logs: List[Path]
 
 
 def measure(tree: Tree, args: argparse.Namespace, env: Dict[str, str], work: Path) -> Measured:
@@ -454,17 +495,29 @@ def measure(tree: Tree, args: argparse.Namespace, env: Dict[str, str], work: Pat
     first_installers = installer_runs(small + big)
     reruns: Dict[int, List[Run]] = {2: [], args.nodes: []}
     loads = [os.getloadavg()[0]]
+    rerun_logs = []
     for i in range(args.repeats):
         limit2 = ["--limit", ",".join(big[:2])]
         reruns[2].append(bench.playbook(Path(log % ("rerun2-%d" % i)), big, *limit2))
         limit = ["--limit", ",".join(big)]
+        rerun_logs.append(Path(log % ("rerun%d-%d" % (args.nodes, i))).with_suffix(".modules"))
         reruns[args.nodes].append(bench.playbook(Path(log % ("rerun%d-%d" % (args.nodes, i))), big, *limit))
         loads.append(os.getloadavg()[0])
     rerun_installers = installer_runs(small + big) - first_installers
     if not args.keep:
         subprocess.run(["podman", "rm", "-f", "-t", "0", *small, *big], capture_output=True, check=False)
     return Measured(
-        tree, args.nodes, check, check_installers, first, release, first_installers, reruns, rerun_installers, loads
+        tree,
+        args.nodes,
+        check,
+        check_installers,
+        first,
+        release,
+        first_installers,
+        reruns,
+        rerun_installers,
+        loads,
+        rerun_logs,
     )
 
 
@@ -483,6 +536,12 @@ def marginal(small: List[float], big: List[float], n: int) -> Marginal:
     return Marginal(mid, per[0], per[-1], statistics.median(small) - 2 * mid)
 
 
+def _span(values: Any) -> str:
+    """median and range of some counts"""
+    got = sorted(values)
+    return "%g (%d to %d)" % (statistics.median(got), got[0], got[-1]) if got else "none"
+
+
 def _fmt(m: Marginal) -> str:
     return "%.2f s (range %.2f to %.2f)" % (m.median, m.low, m.high) if m.low != m.high else "%.2f s" % m.median
 
@@ -497,6 +556,12 @@ def report(m: Measured, project_nodes: int, cores: int) -> Dict[str, Marginal]:
     n = m.nodes
     print("\n== %s: %d and 2 nodes ==" % (m.tree.label, n))
     print("load average (1 min) during the re-runs: %s" % ", ".join("%.1f" % x for x in m.loads))
+    every = [one for by_size in (m.check, m.first, m.release) for one in by_size.values()]
+    every += [one for repeats in m.reruns.values() for one in repeats]
+    print(
+        "load average (1 min) before each run: median %.1f (range %.1f to %.1f)"
+        % (statistics.median(r.load for r in every), min(r.load for r in every), max(r.load for r in every))
+    )
     for label, runs in (("check mode (fresh nodes)", m.check), ("first converge", m.first), ("release run", m.release)):
         for k in sorted(runs):
             r = runs[k]
@@ -527,6 +592,20 @@ def report(m: Measured, project_nodes: int, cores: int) -> Dict[str, Marginal]:
                 ", ".join("%.1f" % r.nodes for r in runs),
                 ", ".join("%.1f" % r.wall for r in runs),
             )
+        )
+    converged = [one for repeats in m.reruns.values() for one in repeats]
+    most = max(max(one.modules.values()) for one in converged)
+    evaluations = max(max(one.evaluations.values()) for one in converged)
+    print(
+        "converged re-run, per compute node (counted): module runs on the node at most %d (budget %d), task "
+        "evaluations at most %d (budget < %d)" % (most, MODULE_RUNS, evaluations, TASK_EVALUATIONS)
+    )
+    for name in sorted(converged[-1].modules)[:1]:
+        print("  module runs on %s: %s" % (name, "; ".join(module_list(m.rerun_logs[-1], name))))
+    for label, runs in (("check mode (fresh nodes)", m.check), ("first converge", m.first)):
+        print(
+            "%s, per node (counted): module runs %s, task evaluations %s"
+            % (label, _span(runs[m.nodes].modules.values()), _span(runs[m.nodes].evaluations.values()))
         )
     for stage, _ in stages(m.tree.root):
         per = {k: statistics.median(r.stages.get(stage, 0.0) for r in runs) for k, runs in m.reruns.items()}
@@ -590,12 +669,17 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=REPEATS, help="how often each re-run is measured")
     parser.add_argument("--base", metavar="REV", help="also measure git revision REV first (the figures before)")
     parser.add_argument("--only-base", action="store_true", help="with --base: measure REV only")
+    parser.add_argument(
+        "--after", metavar="REV", help="measure git revision REV (exported) instead of the working tree: edits go on"
+    )
     parser.add_argument("--prefix", default="ascend-bench", help="container names: PREFIX-1, PREFIX-2, ...")
     parser.add_argument("--project-nodes", type=int, default=500)
     parser.add_argument("--project-cores", type=int, default=8, help="controller cores of the projection")
     args = parser.parse_args()
     if args.nodes < 3:
         parser.error("--nodes must be at least 3 (the re-run is compared between 2 and N nodes)")
+    if args.repeats < REPEATS:
+        print("note: --repeats %d: fewer than the %d repeat pairs a trusted marginal needs" % (args.repeats, REPEATS))
 
     env = dict(os.environ)
     env.setdefault("CONTAINERS_CONF", str(REPO / "podman" / "containers.conf"))
@@ -605,7 +689,9 @@ def main() -> int:
         subprocess.run([str(REPO / "scripts" / "fetch-collections.sh"), str(REPO / "collections")], check=True)
     env["ANSIBLE_NOCOLOR"] = "1"
     # task timestamps in the logs: the time per site.yml stage (and per task, at the end of each log)
-    env["ANSIBLE_CALLBACKS_ENABLED"] = "ansible.posix.profile_tasks"
+    env["ANSIBLE_CALLBACKS_ENABLED"] = "ansible.posix.profile_tasks,module_runs"
+    # module runs and task evaluations per node, counted (the same callback for --base REV and the working tree)
+    env["ANSIBLE_CALLBACK_PLUGINS"] = str(CALLBACKS)
     env["PATH"] = "%s:%s" % (VENV, env.get("PATH", ""))
     os.environ["CONTAINERS_CONF"] = env["CONTAINERS_CONF"]
 
@@ -613,7 +699,9 @@ def main() -> int:
     trees = []
     if args.base:
         trees.append(export_tree(args.base, work))
-    if not args.only_base:
+    if args.after and not args.only_base:
+        trees.append(export_tree(args.after, work))
+    elif not args.only_base:
         trees.append(Tree("working tree", REPO, None))
     results = []
     try:
@@ -635,8 +723,10 @@ def main() -> int:
             "marginal CPU per node of the converged re-run: controller %.2f s (target <= %.1f), nodes %.2f s "
             "(target <= %.1f)" % (ctrl, TARGET_CONTROLLER, nodes, TARGET_NODES)
         )
+        most = max(max(r.modules.values()) for runs in last.reruns.values() for r in runs)
         ok = (
-            last.check_installers == 0
+            most <= MODULE_RUNS
+            and last.check_installers == 0
             and rerun_changed == 0
             and last.rerun_installers == 0
             and ctrl <= TARGET_CONTROLLER

@@ -350,3 +350,18 @@ def test_the_labels_of_every_node_from_one_kubectl_get_nodes(start_plane: StartP
     assert not again["changed"] and log.read_text().splitlines()[4:] == ["get nodes -o json"]
     missing = _labels(tmp_path, plane, kubectl, dict(wanted, w9={"a": "b"}))
     assert missing["rc"] != 0 and "node(s) w9 not found by kubectl get nodes" in missing["msg"], missing
+
+
+def test_parts_are_compared_and_returned_one_by_one(tmp_path: Path) -> None:
+    """nodes.yml reads a node once for three roles: each role gets the differences of its own part."""
+    here = tmp_path / "here"
+    here.mkdir()
+    parts = {
+        "converged": {"paths": [{"path": str(here), "state": "directory"}]},
+        "missing": {"paths": [{"path": str(tmp_path / "gone"), "state": "directory"}]},
+        "nothing": {},
+    }
+    out = {name: check.differences_of(_Node(check_mode=False), part, "Debian") for name, part in parts.items()}
+    assert out["converged"] == [] and out["nothing"] == []
+    assert len(out["missing"]) == 1 and str(tmp_path / "gone") in out["missing"][0]
+    assert set(check.CHECKS) >= {"users", "paths", "checksums", "packages", "reserved_ports", "write_tests"}

@@ -25,6 +25,7 @@ labels_module = plugin("modules", "ascend_node_labels")
 node_filters = plugin("filter", "mindcluster_node")
 hw = plugin("module_utils", "ascend_hardware")
 facts = plugin("modules", "ascend_npu_facts")
+engine = plugin("module_utils", "ascend_engine")
 
 BIN = "/usr/local/Ascend/Ascend-Docker-Runtime/ascend-docker-runtime"
 CONFIG = "/etc/containerd/config.toml"
@@ -452,3 +453,37 @@ def test_npu_daemonset_selector_covers_the_pre_26_1_device_plugin() -> None:
     assert device_plugin_selector(traits("7.3.0"), old.worker_selector).items() <= old.npu_daemonset_selector.items()
     new = load_plan_text(text.replace('mindcluster: "7.3.0"', 'mindcluster: "26.1.0"')).nodes
     assert new.npu_daemonset_selector == new.worker_selector
+
+
+class _ReadOnlyNode:
+    """What the engine dry run asks of AnsibleModule; a write or an exit would be a bug of the dry run."""
+
+    check_mode = False  # the dry run must be check mode whatever the module's own mode
+
+    def get_bin_path(self, name: str) -> Optional[str]:
+        return None
+
+    def run_command(self, argv: List[str]) -> Tuple[int, str, str]:
+        raise AssertionError("the Docker dry run runs no command: %s" % argv)
+
+    def fail_json(self, **kwargs: Any) -> None:
+        raise AssertionError("the dry run must not exit the module: %s" % kwargs)
+
+
+def test_the_engine_dry_run_in_the_read_of_the_node(tmp_path: Path) -> None:
+    """ascend_npu_facts folds ascend_runtime_config's check mode into its read: the same answer, no write, and what
+    would fail that module comes back as {failed, msg} (decide.yml then runs the module to fail where it did)."""
+    daemon = tmp_path / "daemon.json"
+    options = {"engine": "docker", "runtime_path": "/usr/local/Ascend/Ascend-Docker-Runtime/ascend-docker-runtime"}
+    options["config_path"] = str(daemon)
+    daemon.write_text(json.dumps({"log-driver": "json-file"}))
+    planned = engine.dry_run(_ReadOnlyNode(), options)
+    assert planned["config_changes"] is True and planned["changed"] is False and "diff" not in planned
+    assert json.loads(daemon.read_text()) == {"log-driver": "json-file"}  # untouched
+    desired, _ = runtime.merge_docker({"log-driver": "json-file"}, "ascend", options["runtime_path"])
+    daemon.write_text(json.dumps(desired))
+    assert engine.dry_run(_ReadOnlyNode(), options)["config_changes"] is False
+    daemon.write_text("{not json")
+    failed = engine.dry_run(_ReadOnlyNode(), options)
+    assert failed["failed"] is True and str(daemon) in failed["msg"]
+    assert engine.dry_run(_ReadOnlyNode(), {"engine": "podman"})["failed"] is True

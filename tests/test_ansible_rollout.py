@@ -203,6 +203,11 @@ def _rollout(
         "mindcluster_node/tasks/main.yml": STUB_EMPTY,
         "shared_storage/tasks/main.yml": STUB_EMPTY,
         "resumable_install/tasks/main.yml": STUB_EMPTY,
+        "resumable_install/tasks/find.yml": STUB_EMPTY,
+        # what nodes.yml's one read of the node asks for each role (nothing here)
+        "mindcluster_node/vars/main.yml": "\nmindcluster_node_check: {}\n",
+        "shared_storage/vars/main.yml": "\nshared_storage_check: {}\n",
+        "resumable_install/vars/main.yml": "\nresumable_install_check: {}\n",
     }
     files = {"roles/" + name: text.replace("{log}", str(log)) for name, text in stubs.items()}
     for name, text in files.items():

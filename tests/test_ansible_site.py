@@ -22,6 +22,13 @@ def _playbook(name: str) -> Path:
     return COLLECTION / "playbooks" / (name.split(".")[-1] + ".yml")
 
 
+def _no_tasks(role: str, tasks_from: Any) -> bool:
+    """An import of a role's task file without tasks, for its variables only (facts.yml: ascend_docker_runtime's
+    options for the read of the node) runs nothing of the role."""
+    path = COLLECTION / "roles" / role.split(".")[-1] / "tasks" / ("%s.yml" % tasks_from)
+    return bool(tasks_from) and path.is_file() and not _load(path)
+
+
 def _roles_of(playbook: Path) -> List[str]:
     """Roles a playbook runs (plays' roles, include_role/import_role tasks), following import_playbook;
     every role is called by its FQCN ascend_resumable.npu.<role>."""
@@ -33,7 +40,7 @@ def _roles_of(playbook: Path) -> List[str]:
         out += [r["role"] if isinstance(r, dict) else r for r in play.get("roles", [])]
         for task in play.get("tasks", []):
             include = task.get("ansible.builtin.include_role") or task.get("ansible.builtin.import_role") or {}
-            if include.get("name"):
+            if include.get("name") and not _no_tasks(include["name"], include.get("tasks_from")):
                 out.append(include["name"])
     return out
 

@@ -77,6 +77,14 @@ options:
       - "{users, dirs, ids}: each user must be able to create and remove a file in each directory, and each of
         I(ids) ({path, owner, group}: a uid and a gid, such as the uid an NFS export squashes root to) in its path."
     type: dict
+  parts:
+    description:
+      - "Several roles' checks in one call: a dict name -> {users, groups, paths, checksums, packages, services_any,
+        fstab, mounts, reserved_ports, write_tests} (the options above, each optional); every part is compared like
+        the options and its differences returned under its name in C(parts) (and in C(differences) with the others)."
+      - playbooks/nodes.yml reads a node once for mindcluster_node, shared_storage and resumable_install this way.
+    type: dict
+    default: {}
 author: ascend-resumable
 """
 
@@ -95,6 +103,10 @@ differences:
   returned: always
   type: list
   elements: str
+parts:
+  description: For each of I(parts), {differences, os_family} (the differences of that part alone).
+  returned: always
+  type: dict
 os_family:
   description: Debian, RedHat or Suse (from /etc/os-release), null when unknown.
   returned: always
@@ -292,6 +304,26 @@ def write_differences(module, spec):
     return out
 
 
+#: the options a part may give (the module's own, but parts)
+CHECKS = ("users", "groups", "paths", "checksums", "packages", "services_any", "fstab", "mounts")
+CHECKS += ("reserved_ports", "write_tests")
+
+
+def differences_of(module, p, family):
+    """Every difference of one set of checks (the module's options, or one of its parts)."""
+    packages = installed_packages(module, p.get("packages") or [], family)
+    return (
+        account_differences(p.get("users") or [], p.get("groups") or [])
+        + path_differences(p.get("paths") or [])
+        + checksum_differences(p.get("checksums") or [])
+        + ["package %s is not installed" % name for name, version in sorted(packages.items()) if version is None]
+        + service_differences(module, p.get("services_any") or [])
+        + mount_differences(p.get("fstab") or [], p.get("mounts") or [])
+        + port_differences(p.get("reserved_ports"))
+        + write_differences(module, p.get("write_tests"))
+    )
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -305,23 +337,23 @@ def main():
             mounts=dict(type="list", elements="dict", default=[]),
             reserved_ports=dict(type="dict"),
             write_tests=dict(type="dict"),
+            parts=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
     )
     p = module.params
     family = os_family()
-    packages = installed_packages(module, p["packages"], family)
-    differences = (
-        account_differences(p["users"], p["groups"])
-        + path_differences(p["paths"])
-        + checksum_differences(p["checksums"])
-        + ["package %s is not installed" % name for name, version in sorted(packages.items()) if version is None]
-        + service_differences(module, p["services_any"])
-        + mount_differences(p["fstab"], p["mounts"])
-        + port_differences(p["reserved_ports"])
-        + write_differences(module, p["write_tests"])
-    )
-    module.exit_json(changed=False, differences=differences, os_family=family)
+    for name, part in sorted(p["parts"].items()):
+        unknown = sorted(set(part or {}) - set(CHECKS)) if isinstance(part, dict) or part is None else ["(not a dict)"]
+        if unknown:
+            known = ", ".join(CHECKS)
+            module.fail_json(msg="parts.%s: unknown checks %s (known: %s)" % (name, ", ".join(unknown), known))
+    parts = {
+        name: {"differences": differences_of(module, part or {}, family), "os_family": family}
+        for name, part in sorted(p["parts"].items())
+    }
+    differences = differences_of(module, p, family) + [d for part in parts.values() for d in part["differences"]]
+    module.exit_json(changed=False, differences=differences, parts=parts, os_family=family)
 
 
 if __name__ == "__main__":

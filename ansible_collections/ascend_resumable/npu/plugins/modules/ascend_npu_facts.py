@@ -108,6 +108,14 @@ options:
         work and no whole database is read). C(users) and C(groups) are lists of names or numeric ids.
     type: dict
     default: {}
+  runtime_config:
+    description:
+      - The options of M(ascend_resumable.npu.ascend_runtime_config) (engine, runtime_path and the others). Its
+        check-mode result (config_changes, installed and the others, without the diff) is returned as
+        C(runtime_config) of the fact, so the read of a compute node also says whether the engine configuration
+        would change, without another module run.
+      - What would fail that module is returned as C({failed, msg}) instead of failing this read.
+    type: dict
 author: ascend-resumable
 """
 
@@ -129,6 +137,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_engine import dry_run
 from ansible_collections.ascend_resumable.npu.plugins.module_utils.ascend_hardware import (
     CHIPS,
     PRODUCTS,
@@ -392,6 +401,7 @@ def main():
             accounts=dict(type="dict", default={}),
             packages=dict(type="raw", default=[]),
             tag=dict(type="str", default=""),
+            runtime_config=dict(type="dict"),
         ),
         supports_check_mode=True,
     )
@@ -504,6 +514,8 @@ def main():
         "accounts": lookup_accounts(params["accounts"]),
         "packages": installed_packages(module, params["packages"], family),
     }
+    if params["runtime_config"]:
+        facts["runtime_config"] = dry_run(module, params["runtime_config"])
     module.exit_json(changed=False, ansible_facts={"ascend_npu": facts})
 
 
