@@ -95,10 +95,11 @@ bench-recovery: test-venv
 	$(BIN)/python benchmarks/recovery_cpu.py
 
 # The everyday loop: lint, types and every test that needs nothing beyond the test virtualenv (no Go
-# tools, no container engine or molecule, no torchrun end-to-end; the markers in tests/conftest.py).
+# tools, no container engine or molecule, no torchrun end-to-end, no ansible-playbook run; the markers
+# in tests/conftest.py).
 # Minutes, not the hour of `make test`, which stays the gate CI runs.
 # `make test` runs it first, then the rest.
-CHECK_MARKERS := not cluster and not container and not torch and not slow
+CHECK_MARKERS := not cluster and not container and not torch and not playbook and not slow
 check: lint typecheck check-pytest
 
 check-pytest: test-venv

@@ -209,7 +209,7 @@ TORCH_FAST_MONITOR = Gate("2.4.0", "TORCH torch/distributed/run.py --monitor-int
 #: entrypoint, args)`` does not take (MC:@v7.3.0 component/taskd/taskd/python/adaptor/patch/torch_patch.py:275-279,
 #: @v26.1.0 :271-275): rule taskd-torch-patch.
 TORCH_HEALTH_CHECK_SERVER = Gate(
-    "2.13.0", "torch v2.13.0 torch/distributed/launcher/api.py:187-198,241-245 (launch_agent health_check_server)"
+    "2.13.0", "TORCH torch/distributed/launcher/api.py:187-198,241-245 at v2.13.0 (launch_agent health_check_server)"
 )
 
 

@@ -74,7 +74,8 @@ def example_profile(name: str, tmp_path: Path) -> Path:
 NEEDS: Dict[str, str] = {
     "cluster": "the Go tools (make tools): a control plane, the Pulumi engine, the Ascend Operator, Volcano",
     "container": "podman or a fresh virtualenv: molecule scenarios, image builds, wheel and demo installs",
-    "torch": "real torchrun on the CPU (gloo): the launcher's end-to-end runs",
+    "torch": "real torchrun or torch on the CPU (gloo): the launcher's end-to-end runs, the import hook",
+    "playbook": "ansible-playbook runs on localhost against the fixtures (tens of seconds each)",
 }
 #: the fixtures that start a control plane (tests/cluster/fixtures.py)
 CLUSTER_FIXTURES = frozenset({"start_plane", "kube_cluster", "cluster", "a2", "project"})
@@ -101,6 +102,11 @@ MODULES_NEEDING: Dict[str, str] = {
     "test_supervisor": "torch",
     "test_hostile_inputs": "torch",
     "test_torchrun_patch": "torch",
+    "test_hook": "torch",
+    "test_ansible_node_check": "playbook",
+    "test_ansible_installers": "playbook",
+    "test_ansible_fixtures": "playbook",
+    "test_ansible_preflight": "playbook",
 }
 
 

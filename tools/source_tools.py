@@ -5,7 +5,7 @@ language host.
 These components have no Go module the proxy serves (``volcano.sh/volcano`` is refused there; the
 Ascend Operator's module is ``ascend-operator`` with ``replace ascend-common => ../ascend-common``; the
 language host's module replaces pkg/v3 and sdk/v3 with paths of the pulumi repository), so each is
-built from a sources directory laid out as ``../shared/upstream/src`` is (its README names each
+built from a sources directory laid out as ``shared/upstream/src`` (beside the checkout) is (its README names each
 tree's repository, tag and commit):
 
     mind-cluster/v<release>/component/{ascend-operator,ascend-common}
@@ -16,7 +16,7 @@ A user outside this workplace makes the same trees from public clones: ``git clo
 https://gitcode.com/Ascend/mind-cluster`` (or its GitHub mirror Ascend/mind-cluster) at each tag,
 ``volcano-sh/volcano`` at ``v1.9.0`` / ``v1.12.0``, and ``pulumi/pulumi`` at ``v3.259.0``
 (docs/local-cluster.md). The sources directory is ``$ASCEND_RESUMABLE_UPSTREAM_SRC``, else
-``$ASCEND_RESUMABLE_UPSTREAM/src``, else ``../shared/upstream/src`` beside the checkout.
+``$ASCEND_RESUMABLE_UPSTREAM/src``, else ``shared/upstream/src`` beside the checkout.
 
 Every build happens in a copy (the sources directory may be read-only) and lands in the cache of
 ``go_tools.py`` under a key of what decides it: the content of every source file copied, the recipe
@@ -98,7 +98,7 @@ class SourceTool:
             if not path.exists():
                 raise SourcesMissing(
                     f"{self.name} is built from {path}, which is missing: the upstream sources directory "
-                    f"{base} (ASCEND_RESUMABLE_UPSTREAM_SRC, default ../shared/upstream/src beside the checkout) "
+                    f"{base} (ASCEND_RESUMABLE_UPSTREAM_SRC, default shared/upstream/src beside the checkout) "
                     "must hold the trees its README lists; docs/local-cluster.md says how to make them from "
                     "public clones"
                 )

@@ -2,7 +2,7 @@
 """Build MindCluster's TaskD (its Python wheel with ``libtaskd.so`` inside) from the upstream source tree.
 
 TaskD is never installed from a package index by name (public projects of that name exist): it is
-the wheel built here from ``../shared/upstream/src/mind-cluster/v<release>/component/taskd``, at the
+the wheel built here from ``shared/upstream/src/mind-cluster/v<release>/component/taskd``, at the
 tag of that folder's COMMIT, installed by path with its sha256 checked against the build's record.
 The vendor's recipe (``component/taskd/build/build.sh`` and ``build_backend.sh``, same at v7.3.0 and
 v26.1.0) is followed in a copy of the source (the shared folder is read-only):
@@ -55,7 +55,7 @@ from typing import Dict, List, Optional, Sequence
 from go_tools import BUILT_MARK, ToolError, cache_lock, cache_root, children_cpu, go_version, is_built
 
 HERE = Path(__file__).resolve().parent
-#: ``../shared/upstream/src`` beside the checkout (the shared folder's README says which tags)
+#: ``shared/upstream/src`` beside the checkout (the shared folder's README says which tags)
 UPSTREAM_SRC = HERE.parent.parent / "shared" / "upstream" / "src"
 #: the components the TaskD build reads: itself and the three its go.mod replaces
 COMPONENTS = ("taskd", "ascend-common", "clusterd", "ascend-faultdiag-online")

@@ -101,6 +101,7 @@ def test_the_walkthrough_without_pulumi(walked: Path) -> None:
     ]
 
 
+@pytest.mark.cluster
 def test_the_kubectl_lines_against_the_api_server(walked: Path, request: pytest.FixtureRequest) -> None:
     expected = [list(s.argv) for s in [*apply_steps("rendered", ["train"]), *diff_steps("rendered", ["train"])]]
     expected += [list(s.argv) for s in delete_job_steps("rendered", "train")]
