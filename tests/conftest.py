@@ -107,6 +107,8 @@ MODULES_NEEDING: Dict[str, str] = {
     "test_ansible_installers": "playbook",
     "test_ansible_fixtures": "playbook",
     "test_ansible_preflight": "playbook",
+    "test_ansible_npu_wait": "playbook",
+    "test_ansible_module_runs": "playbook",
 }
 
 
