@@ -274,3 +274,21 @@ def provision_claims(plane: Any, rendered: Path) -> List[str]:
     if objects:
         plane.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(objects))
     return [c["metadata"]["name"] for c in claims]
+
+
+def check_jobs_run(
+    plane: Any, jobs: List[JobPlan], tmp_path: Optional[Path] = None, monkeypatch: Optional[pytest.MonkeyPatch] = None
+) -> None:
+    """Every job of ``jobs`` as the real Ascend Operator and Volcano make it: pods Running
+    (:func:`wait_running`), scheduled as planned, no env name twice, the operator's env as planned; with
+    ``tmp_path`` and ``monkeypatch``, what the launcher reads on each pod too (:func:`check_launch`)."""
+    kube = Kube(plane)
+    npu_nodes = [n["metadata"]["name"] for n in plane.get_json("nodes")["items"] if n["metadata"]["name"] != "master-0"]
+    for job in jobs:
+        pods = wait_running(kube, job, runner_log=plane.workdir / "runner" / "podrunner.log")
+        check_scheduling(kube, job, pods, npu_nodes)
+        check_no_duplicate_env(pods)
+        check_operator_env(job, pods)
+        if tmp_path is not None and monkeypatch is not None:
+            (tmp_path / job.name).mkdir()
+            check_launch(job, pods, tmp_path / job.name, monkeypatch, leader_service_ip(kube, job))

@@ -171,14 +171,8 @@ def test_the_job_stacks_run_on_the_cluster_stack(a2: Project) -> None:
         outputs = a2.outputs(stack)
         assert job in outputs["jobs"] and '"7.3.0"' in outputs["clusterRelease"]
     # the real Ascend Operator and Volcano the cluster stack runs make each job's PodGroup and pods
-    kube = jobpods.Kube(plane)
-    npu_nodes = [n["metadata"]["name"] for n in plane.get_json("nodes")["items"] if n["metadata"]["name"] != "master-0"]
     for stack in RUNNING_STACKS:
-        (job_plan,) = load_plan(str(a2.dir / "profiles" / f"{stack}.yaml")).jobs
-        pods = jobpods.wait_running(kube, job_plan, runner_log=plane.workdir / "runner" / "podrunner.log")
-        jobpods.check_scheduling(kube, job_plan, pods, npu_nodes)
-        jobpods.check_no_duplicate_env(pods)
-        jobpods.check_operator_env(job_plan, pods)
+        jobpods.check_jobs_run(plane, load_plan(str(a2.dir / "profiles" / f"{stack}.yaml")).jobs)
     # a second up changes nothing; the cluster stack does not see the job stacks
     for stack in WORKLOADS:
         a2.pulumi("up", stack, "--expect-no-changes")

@@ -21,13 +21,7 @@ from .test_pulumi_a2 import live, rendered, subset
 
 def check_jobs_run(plane: Plane, profile: Path) -> None:
     """The real Ascend Operator and Volcano of the stack turn every job into its PodGroup and pods."""
-    kube = jobpods.Kube(plane)
-    npu_nodes = [n["metadata"]["name"] for n in plane.get_json("nodes")["items"] if n["metadata"]["name"] != "master-0"]
-    for job in load_plan(str(profile)).jobs:
-        pods = jobpods.wait_running(kube, job, runner_log=plane.workdir / "runner" / "podrunner.log")
-        jobpods.check_scheduling(kube, job, pods, npu_nodes)
-        jobpods.check_no_duplicate_env(pods)
-        jobpods.check_operator_env(job, pods)
+    jobpods.check_jobs_run(plane, load_plan(str(profile)).jobs)
 
 
 @pytest.mark.parametrize("stack", ["job-level-minimal", "legacy-6.0-pod-rescheduling"])

@@ -110,15 +110,7 @@ def test_apply_diff_and_delete_one_job(cluster: Cluster, tmp_path: Path) -> None
 def check_jobs_run(plane: Any, profile: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from cluster import jobpods
 
-    kube = jobpods.Kube(plane)
-    npu_nodes = [n["metadata"]["name"] for n in plane.get_json("nodes")["items"] if n["metadata"]["name"] != "master-0"]
-    for job in load_plan(str(profile)).jobs:
-        pods = jobpods.wait_running(kube, job, runner_log=plane.workdir / "runner" / "podrunner.log")
-        jobpods.check_scheduling(kube, job, pods, npu_nodes)
-        jobpods.check_no_duplicate_env(pods)
-        jobpods.check_operator_env(job, pods)
-        (tmp_path / job.name).mkdir()
-        jobpods.check_launch(job, pods, tmp_path / job.name, monkeypatch, jobpods.leader_service_ip(kube, job))
+    jobpods.check_jobs_run(plane, load_plan(str(profile)).jobs, tmp_path, monkeypatch)
 
 
 def printed_sections(text: str) -> Dict[str, List[List[str]]]:
