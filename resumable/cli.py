@@ -41,7 +41,7 @@ from .versions import Version
 
 EXIT_OK, EXIT_INVALID, EXIT_INTERNAL = 0, 2, 3
 #: The Ansible collection this version of the package comes with (ansible_collections/.../galaxy.yml;
-#: tests/test_cli_init.py checks they agree).
+#: tests/cli/test_cli_init.py checks they agree).
 COLLECTION_NAME, COLLECTION_VERSION = "ascend_resumable.npu", "0.3.0"
 #: The releases `init` writes profiles for: the ones this version deploys.
 RELEASE_CHOICES = sorted(STACK_RELEASES, key=Version)

@@ -6,7 +6,7 @@ The nodes do not have resumable installed, so scripts/gen-node-versions.py write
 ``plugins/module_utils/ascend_version.py``: resumable/versions.py verbatim, then everything of this
 file from the ``node side`` line on (:data:`MARKER`). Both sides order versions the same by
 construction; here ruff and mypy check the helpers like any other module, and
-tests/test_ansible_versions.py runs the same tables through both and fails when the copy is not what
+tests/versions/test_ansible_versions.py runs the same tables through both and fails when the copy is not what
 the script writes. Standard library only, Python 3.7 (the nodes' oldest).
 """
 

@@ -6,7 +6,7 @@ libyaml's emitter (``yaml.CSafeDumper``) and parser (``yaml.CSafeLoader``) do th
 PyYAML ships wheels with libyaml for the common platforms but builds without it elsewhere, so
 every caller goes through this module and never names a C class. The output options here
 (block style, no aliases, literal blocks for multi-line strings, width 110) are ones both emitters
-write identically; tests/test_yamlio.py renders the whole stack with both and compares the bytes.
+write identically; tests/plan/test_yamlio.py renders the whole stack with both and compares the bytes.
 Set ``RESUMABLE_PURE_YAML=1`` to force the pure-Python classes (tests, benchmarks).
 """
 

@@ -6,7 +6,7 @@ The nodes do not have resumable installed, so AnsiballZ ships
 file is resumable/versions.py verbatim (standard library only, Python 3.7+) followed by the few
 helpers only the Ansible side needs: resumable/nodeversions.py from its ``node side`` line on (a real
 module, which ruff and mypy check), so both order versions the same by construction;
-tests/test_ansible_versions.py fails when the file is not what this script writes.
+tests/versions/test_ansible_versions.py fails when the file is not what this script writes.
 
 Usage: scripts/gen-node-versions.py          rewrite the file
        scripts/gen-node-versions.py --check  exit 1 when it is out of date

@@ -97,9 +97,9 @@ tests=()
 # The runtime ships in training images: the launcher, doctor, timeline, run.py patcher and image
 # context run here too. Tests that need torch skip with a message (this venv has none); the fixture
 # wheels need a C compiler for libtaskd.so.
-for t in tests/test_versions.py tests/test_rules.py tests/test_plan.py tests/test_cli.py tests/test_property.py \
-    tests/test_adversarial.py tests/test_formats.py tests/test_yamlio.py tests/test_hardware.py tests/test_cli_hygiene.py \
-    tests/test_operatorenv.py \
+for t in tests/versions/test_versions.py tests/plan/test_rules.py tests/plan/test_plan.py tests/cli/test_cli.py tests/plan/test_property.py \
+    tests/plan/test_adversarial.py tests/plan/test_formats.py tests/plan/test_yamlio.py tests/plan/test_hardware.py tests/cli/test_cli_hygiene.py \
+    tests/plan/test_operatorenv.py \
     tests/runtime/test_launch_spec.py tests/runtime/test_supervisor.py tests/runtime/test_timeline.py \
     tests/runtime/test_doctor.py tests/runtime/test_context.py tests/runtime/test_torchrun_patch.py \
     tests/runtime/test_hook.py tests/runtime/test_e2e_torchrun.py tests/runtime/test_hostile_inputs.py; do
@@ -115,5 +115,5 @@ if [ "${#tests[@]}" -eq 0 ]; then
 fi
 
 say "running pytest on Python 3.8: ${tests[*]}"
-export HYPOTHESIS_PROFILE=dev  # overrides CI=1 in tests/test_property.py
+export HYPOTHESIS_PROFILE=dev  # overrides CI=1 in tests/plan/test_property.py
 exec "$PY" -m pytest -p no:cacheprovider "${tests[@]}" "$@"

@@ -220,7 +220,7 @@ def language_host(version: str) -> SourceTool:
 
 
 #: MindCluster releases whose Ascend Operator the tests and the sandbox run: every release a shipped
-#: example or stack deploys, and both ends of the upgrade test (tests/test_go_tools.py checks the list
+#: example or stack deploys, and both ends of the upgrade test (tests/gotools/test_go_tools.py checks the list
 #: against the plans).
 OPERATOR_RELEASES: Tuple[str, ...] = ("6.0.0", "6.0.0.SPC1", "7.3.0", "26.0.0", "26.1.0")
 #: Volcano versions those releases deploy (resumable.releases.STACK_RELEASES defaults)

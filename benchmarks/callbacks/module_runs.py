@@ -5,7 +5,7 @@ A line is a task evaluation for its host (ok, failed, skipped or unreachable); i
 when it was not skipped and its action does work on a host: every action but the ones Ansible evaluates on the
 controller (set_fact, assert, debug, meta, the includes, group_by, fail, ...). Each line names the task, its
 action and where it ran (the node, or the host it was delegated to), so a run on a converged node can be checked
-against its budget (benchmarks/ansible_converge.py, tests/test_ansible_module_runs.py).
+against its budget (benchmarks/ansible_converge.py, tests/ansible/test_ansible_module_runs.py).
 
 Enable with ANSIBLE_CALLBACK_PLUGINS=<this directory>, ANSIBLE_CALLBACKS_ENABLED=module_runs and
 ASCEND_MODULE_RUNS_LOG=<file> (appended to).

@@ -115,7 +115,7 @@ class Project:
     backend and a passphrase, run by plain ``pulumi`` against ``plane`` (None: no cluster, for what
     the CLI refuses before the program runs). Its ``.venv`` (Pulumi.yaml: ``toolchain: pip``,
     ``virtualenv: .venv``) links to the test virtualenv, which holds requirements.txt installed as
-    Pulumi's pip toolchain installs it (tests/test_pulumi_venv.py has Pulumi make one itself)."""
+    Pulumi's pip toolchain installs it (tests/stacks/test_pulumi_venv.py has Pulumi make one itself)."""
 
     def __init__(self, directory: Path, plane: Optional[Plane]) -> None:
         self.dir = directory

@@ -1,7 +1,7 @@
 """What the real Pulumi CLI refuses in a stack's config before the program runs: Pulumi.yaml declares
 every key's type and ``profile`` as the one key without a default (pulumi/pulumi pkg/workspace
 config.go mergeConfig). The program's own checks of the same keys, for a caller that skips the
-CLI's validation, are tests/manifests/test_config.py (under mocks)."""
+CLI's validation, are tests/stacks/test_config.py (under mocks)."""
 
 from __future__ import annotations
 

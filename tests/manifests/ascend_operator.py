@@ -7,7 +7,7 @@ device jobs and dynamic vNPU ("huawei.com/npu-core") jobs are out of scope (the 
 rather than guessed). Injected variables the launcher never reads (MINDX_SERVER_IP, 26.x
 MINDX_SERVER_DOMAIN and REPLICA_TYPE, HCCL_LOGIC_SUPERPOD_ID, the ASCEND_VISIBLE_DEVICES fieldRef)
 are left out. The recovery env setPytorchEnv / setMindSporeEnv end with (``CITE[release]["recovery_env"]``)
-is the product's model of it, :func:`resumable.operatorenv.injected_into`, which tests/test_operatorenv.py
+is the product's model of it, :func:`resumable.operatorenv.injected_into`, which tests/plan/test_operatorenv.py
 checks against the same source.
 """
 

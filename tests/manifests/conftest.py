@@ -9,7 +9,7 @@ import pytest
 
 # The Pulumi mocks are set before any test module imports ``resumable_pulumi`` (which needs the
 # repository root on sys.path, as Pulumi's language host has it): every module runs alone too.
-from . import pulumi_mocks  # noqa: F401
+from stacks import pulumi_mocks  # noqa: F401
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -18,13 +18,13 @@ from typing import Any, Dict, List
 import pytest
 import yaml
 from conftest import ROOT
+from stacks.pulumi_mocks import PROJECT, install_program
+from stacks.test_stacks import registrations
 
 from resumable.cli import main as resumable
 from resumable.manifests.render import Step, apply_steps, delete_job_steps, diff_steps
 
-from .pulumi_mocks import PROJECT, install_program
 from .test_render_apiserver import kube_cluster_or_skip
-from .test_stacks import registrations
 
 DOC = ROOT / "docs" / "deploy.md"
 

@@ -543,7 +543,7 @@ def crd_set(case: Case) -> str:
 def pulumi_differences(case: Case, stack: str, tmp_path: Path) -> List[Dict[str, Any]]:
     """The objects the Pulumi stack ``stack`` registers for the case's edited profile that the
     render does not have as they are (the image a job runs, from the build)."""
-    from .test_render_equals_pulumi import stack_objects
+    from stacks.test_render_equals_pulumi import stack_objects
 
     def edit(doc: Dict[str, Any]) -> None:
         for slot, value in case.slots:
@@ -560,7 +560,7 @@ def pulumi_differences(case: Case, stack: str, tmp_path: Path) -> List[Dict[str,
 
 def all_stacks() -> Dict[str, str]:
     """Example name -> the ``all`` stack that deploys it."""
-    from .pulumi_mocks import PROJECT, stack_config, stack_files
+    from stacks.pulumi_mocks import PROJECT, stack_config, stack_files
 
     out = {}
     for path in stack_files():
@@ -583,7 +583,7 @@ def test_what_validate_accepts_the_api_server_accepts(
     assert outcomes["refused by validate"] * 4 >= total, "the generator hardly tries a bad value: %s" % outcomes
 
     # the Pulumi program on a few accepted profiles of the stacks that deploy everything
-    from .pulumi_mocks import install_program
+    from stacks.pulumi_mocks import install_program
 
     install_program(monkeypatch, tmp_path / "pulumi")
     stacks = all_stacks()

@@ -116,7 +116,7 @@ def test_a_whole_stack_is_the_render(env: Path, name: str) -> None:
 
 def test_pod_settings_and_extra_volumes_reach_the_pulumi_output(env: Path) -> None:
     """jobs[].pod and the new volume sources: the stack registers what render writes (issue 24)."""
-    from .test_pod_settings import POD, VOLUMES
+    from manifests.test_pod_settings import POD, VOLUMES
 
     name = next(n for n in STACKS if role(n) == "all")
 

@@ -110,7 +110,7 @@ VERSIONS_OF: Dict[str, List[str]] = {
     "mindcluster": ["6.0.0", "7.3.0", "26.0.0", "26.1.0"],
 }
 # Version-like strings that are not in the pool (kept ASCII: the non-ASCII digit bug is pinned in
-# tests/test_versions.py and tests/test_cli.py, and would make this property fail only sometimes).
+# tests/versions/test_versions.py and tests/cli/test_cli.py, and would make this property fail only sometimes).
 ARBITRARY_VERSION = st.from_regex(r"\A[vV]?[0-9]{1,3}(\.[0-9A-Za-z]{1,6}){0,4}(\+[a-z0-9]{1,4})?\Z") | st.text(
     alphabet="0123456789.vVrcRCSPCalphbet-_+x ", max_size=12
 )
@@ -303,7 +303,7 @@ class Gen:
             if fmt:
                 return self.draw(BAD_STRINGS if self.mutate() else FORMAT_VALUES[fmt])
             return self.draw(PLAIN_TEXT)
-        raise AssertionError("the generator does not know the type %r; extend tests/test_property.py" % (tp,))
+        raise AssertionError("the generator does not know the type %r; extend tests/plan/test_property.py" % (tp,))
 
 
 @st.composite

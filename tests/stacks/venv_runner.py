@@ -20,7 +20,7 @@ sys.path.insert(1, str(ROOT / "tests"))  # the test helpers, as pytest imports t
 import pulumi  # noqa: E402
 import yaml  # noqa: E402
 
-from manifests.pulumi_mocks import (  # noqa: E402
+from stacks.pulumi_mocks import (  # noqa: E402
     MOCKS,
     PROJECT,
     program_config,

@@ -1,6 +1,6 @@
 """resumable/nodeversions.py, the node-side helpers the collection's ascend_version.py is generated
 with, is a module of its own (ruff and mypy check it): it answers as the generated copy does on the
-tables of tests/test_versions.py and the version.info ranges of tests/test_ansible_versions.py."""
+tables of tests/versions/test_versions.py and the version.info ranges of tests/versions/test_ansible_versions.py."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 The objects the component registers are compared with the upstream release manifests
 (../shared/upstream, read here, never by the builders), the wiring with what the engine receives
-(tests/manifests/pulumi_mocks.py records every RegisterResource request), and the lifecycle
+(tests/stacks/pulumi_mocks.py records every RegisterResource request), and the lifecycle
 options with hand-written tables of this project's decisions (docs/pulumi.md).
 """
 
@@ -12,15 +12,15 @@ from typing import Any, Dict, List, Set
 
 import pulumi
 import pytest
+from manifests.facts import key_of, load_objects
+from manifests.plans import scheduler_plan
+from manifests.upstream import release_dir
 
 from resumable.releases import STACK_RELEASES, VOLCANO_BUILDS
 from resumable_pulumi import MindClusterScheduler, MindClusterSchedulerArgs
 from resumable_pulumi.scheduler import TYPE_TOKEN
 
-from .facts import key_of, load_objects
-from .plans import scheduler_plan
 from .pulumi_mocks import MOCKS, SECRET_SIG, by_key, kubernetes_objects, pulumi_test, reset, settled
-from .upstream import release_dir
 
 #: Namespaces upstream leaves to the user (INST01 "Creating a Namespace"), created by the stack.
 HAND_MADE_NAMESPACES = {"Namespace/mindx-dl", "Namespace/cluster-system"}

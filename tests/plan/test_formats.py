@@ -1,5 +1,5 @@
 """The building blocks behind "bad input is exit 2": string formats, the bounded YAML loader and
-the file reader, tested in-process (tests/test_adversarial.py drives the same through the CLI)."""
+the file reader, tested in-process (tests/plan/test_adversarial.py drives the same through the CLI)."""
 
 from __future__ import annotations
 

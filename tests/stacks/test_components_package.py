@@ -1,5 +1,5 @@
 """The Pulumi components are importable under their own package name, so a user's own Pulumi
-program can ``import resumable_pulumi`` (the wheel carrying them: tests/test_wheel.py)."""
+program can ``import resumable_pulumi`` (the wheel carrying them: tests/cli/test_wheel.py)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ ansible_collections/ascend_resumable/npu/plugins/module_utils/ascend_version.py 
 implementation of the Ansible side (facts module, filters, emulated installers): AnsiballZ ships it
 to the nodes, which do not have resumable installed. scripts/gen-node-versions.py writes it from
 resumable/versions.py; these tests check that it is what the script writes, that it runs on the
-nodes' Python, run the tables of tests/test_versions.py through it and compare it with
+nodes' Python, run the tables of tests/versions/test_versions.py through it and compare it with
 resumable.versions on adversarial input (and, where hypothesis is installed, on generated input).
 """
 

@@ -14,9 +14,10 @@ from typing import Any, Dict, List, NamedTuple, Optional, Set
 import pulumi
 import pytest
 from conftest import EXAMPLE_FILES, ROOT
+from manifests.crdschema import validate_cr
+from manifests.facts import first, load_objects
+from manifests.upstream import release_dir
 
-from .crdschema import validate_cr
-from .facts import first, load_objects
 from .pulumi_mocks import (
     SECRET_SIG,
     image_digest,
@@ -30,7 +31,6 @@ from .pulumi_mocks import (
     stack_config,
     stack_files,
 )
-from .upstream import release_dir
 
 
 class Expected(NamedTuple):
