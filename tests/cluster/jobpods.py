@@ -209,6 +209,7 @@ def check_launch(
         rtype, _ = key
         assert spec.problems == [], (key, spec.problems)
         assert not [w for w in spec.warnings if "from the Ascend Operator" in w], spec.warnings
+        assert not [w for w in spec.warnings if "differs from the plan" in w], spec.warnings
         rank = int(option(spec.command, "--node_rank"))
         ranks.append(rank)
         managers += spec.manager is not None

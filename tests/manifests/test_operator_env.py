@@ -3,7 +3,8 @@ plan renders: the pod template defines no variable the operator appends (addEnvV
 an existing entry, so a second definition would be hidden by the operator's and the API server warns:
 MC:@v7.3.0 component/ascend-operator/pkg/controllers/v1/env.go:33-38), the plan's notes name what it
 injects, an env entry that says something else is refused, and the launcher in such a pod reads the
-operator's values without a warning.
+operator's values without a warning (that last on the pods the real operator makes:
+tests/cluster/test_operator_admission.py and tests/cluster/jobpods.py).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 import yaml
-from conftest import EXAMPLE_FILES, example_doc, example_profile, plan_of_doc
+from conftest import EXAMPLE_FILES, EXAMPLES, example_doc, example_profile, plan_of_doc
 
 from resumable import constants as C
 from resumable.api import job_plan, load_plan_text
@@ -23,9 +24,6 @@ from resumable.operatorenv import injected_into
 from resumable.plan.model import Plan
 from resumable.plan.text import render_text
 from resumable.versions import Version
-
-from . import ascend_operator as op
-from .test_operator_contract import launch_everywhere, pod_ips, profile_text, rendered
 
 EXAMPLE_NAMES = [p.stem for p in EXAMPLE_FILES]
 
@@ -198,53 +196,7 @@ def test_an_agreeing_env_entry_is_left_out_with_a_note(tmp_path: Path, capsys: A
     assert {e.name: e.value for e in plan.jobs[0].launcher.env}["HIGH_AVAILABILITY"] == "dump,recover"
 
 
-@pytest.mark.parametrize("release", op.RELEASES)
-@pytest.mark.parametrize("example", ["pytorch-process-recovery", "mindspore-process-recovery"])
-def test_the_launcher_reads_the_operators_recovery_env(
-    example: str, release: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """On every pod of the rendered job: the operator double's env, which has what the operator appends
-    for recovery, launched (build_spec, as `resumable launch --dry-run`): no problem, no warning that a value
-    differs from the plan, and the watchdog off in the training environment."""
-    text = profile_text(example)
-    doc = yaml.safe_load(text)
-    doc["cluster"]["mindcluster"] = release
-    text = yaml.safe_dump(doc, sort_keys=False)
-    plan, job = rendered(text)
-    injected = {i.name: i.value for i in injected_into(job, Version(release))}
-    assert injected
-    for env in op.pod_envs(job, release, pod_ips(job)).values():
-        assert {k: env.get(k) for k in injected} == injected
-    for pod, spec in launch_everywhere(plan, job, release, tmp_path, monkeypatch).items():
-        assert spec.problems == [], (pod, spec.problems)
-        assert not [w for w in spec.warnings if "differs from the plan" in w], spec.warnings
-        for name, value in injected.items():
-            assert spec.env[name] == value
-        watchdog = "HCCL_ASYNC_ERROR_HANDLING" if example.startswith("pytorch") else "MS_ENABLE_THM"
-        assert spec.env[watchdog] in ("0", "{HCCL_WATCHDOG:0}")
-
-
-def test_outside_an_operators_pod_the_launcher_still_turns_the_watchdog_off(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A pod whose operator injected no recovery env (an operator older than the profile says): the
-    launcher exports the plan's watchdog off itself, as it did when the template carried it."""
-    plan, job = rendered(profile_text("pytorch-process-recovery"))
-    injected = {i.name for i in injected_into(job, Version("7.3.0"))}
-    real = op.pod_envs
-
-    def without_recovery(job: Dict[str, Any], release: str, ips: Dict[Tuple[str, int], str]) -> Any:
-        envs = real(job, release, ips)
-        return {pod: {k: v for k, v in env.items() if k not in injected} for pod, env in envs.items()}
-
-    monkeypatch.setattr(op, "pod_envs", without_recovery)
-    for spec in launch_everywhere(plan, job, "7.3.0", tmp_path, monkeypatch).values():
-        assert spec.problems == []
-        assert ("HCCL_ASYNC_ERROR_HANDLING", "0") in [(e.name, e.value) for e in spec.exports]
-        assert spec.env["HCCL_ASYNC_ERROR_HANDLING"] == "0"
-
-
 def test_the_text_plan_lists_what_the_operator_injects() -> None:
-    out = render_text(load_plan_text(profile_text("mindspore-process-recovery"), "x"))
+    out = render_text(load_plan_text((EXAMPLES / "mindspore-process-recovery.yaml").read_text(), "x"))
     assert "  injected by the Ascend Operator (not in the pod template):\n" in out
     assert "    MS_ENABLE_TFT='{ARF:1,HCCE:1,TTP:1,UCE:1}'\n" in out
