@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 from typing import List
 
@@ -84,22 +85,27 @@ def test_down_stops_what_up_started_and_nothing_else(tmp_path: Path) -> None:
     plane_dir = tmp_path / "sandbox"
     assert controlplane.main(["up", "--dir", str(plane_dir)]) == 0
     recorded = controlplane.recorded(plane_dir)
-    assert {p.name for p in recorded} == {
-        "etcd",
-        "kube-apiserver",
-        "kube-controller-manager",
-        "kube-scheduler",
-        "kwok",
-        "podrunner",
-    }
-    bystander = os.getpid()
-    (plane_dir / controlplane.PROCESSES_FILE).write_text(
-        (plane_dir / controlplane.PROCESSES_FILE).read_text().replace("]\n", "")[:-1]
-        + ',\n {"name": "bystander", "argv": ["/not/what/runs"], "pid": %d, "log": ""}\n]\n' % bystander
-    )
-    assert controlplane.main(["down", "--dir", str(plane_dir)]) == 0
-    assert all(not p.alive() for p in recorded)
-    assert Path(f"/proc/{bystander}").exists()  # a PID whose command line is not ours is left alone
+    try:
+        assert {p.name for p in recorded} == {
+            "etcd",
+            "kube-apiserver",
+            "kube-controller-manager",
+            "kube-scheduler",
+            "kwok",
+            "podrunner",
+        }
+        bystander = os.getpid()
+        (plane_dir / controlplane.PROCESSES_FILE).write_text(
+            (plane_dir / controlplane.PROCESSES_FILE).read_text().replace("]\n", "")[:-1]
+            + ',\n {"name": "bystander", "argv": ["/not/what/runs"], "pid": %d, "log": ""}\n]\n' % bystander
+        )
+        assert controlplane.main(["down", "--dir", str(plane_dir)]) == 0
+        assert all(not p.alive() for p in recorded)
+        assert Path(f"/proc/{bystander}").exists()  # a PID whose command line is not ours is left alone
+    finally:  # a failed assertion above leaves no control plane running
+        for process in recorded:
+            if process.alive() and _same_program(process):
+                os.kill(process.pid, signal.SIGKILL)
 
 
 def _same_program(process: controlplane.Process) -> bool:
