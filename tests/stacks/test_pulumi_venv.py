@@ -42,7 +42,7 @@ def fresh_venv() -> Path:
 def run_stack(python: Path, stack: str) -> Dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
     done = subprocess.run(
-        [str(python), "tests/manifests/venv_runner.py", stack],
+        [str(python), "tests/stacks/venv_runner.py", stack],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -1,7 +1,7 @@
 """Run __main__.py under Pulumi mocks with one example stack's config, inside whatever Python runs
 this file (the fresh virtualenv test runs it with the venv built from requirements.txt).
 
-usage: python tests/manifests/venv_runner.py STACK   -> prints a JSON summary of what registered
+usage: python tests/stacks/venv_runner.py STACK   -> prints a JSON summary of what registered
 """
 
 from __future__ import annotations
