@@ -339,6 +339,8 @@ def build_source(tool: SourceTool, goversion: str) -> Path:
     def make(staging: Path) -> None:
         work = staging / "src"
         build_dir = tool.prepare(work)
+        for module, version in tool.requires:
+            go(["mod", "edit", f"-require={module}@{version}"], build_dir, env=SOURCE_GO_ENV)
         bin_dir = staging / "bin"
         for program in tool.programs:
             env = dict(SOURCE_GO_ENV, CGO_ENABLED="1" if program.cgo else "0")

@@ -110,6 +110,9 @@ class SourceTool:
     module_files: Tuple[Tuple[str, str, str], ...] = field(default=())
     #: changes to the copied sources, in order, before the build
     edits: Tuple[Edit, ...] = ()
+    #: module versions required in the main module's go.mod before the build (`go mod edit
+    #: -require`): where the release's dependency set does not build with the machine's Go
+    requires: Tuple[Tuple[str, str], ...] = ()
 
     def tree_paths(self, root: Optional[Path] = None) -> List[Path]:
         base = root or sources_root()
@@ -137,17 +140,24 @@ class SourceTool:
         return ["build", *mode, "-ldflags", self.ldflags(program), "-o", str(output), program.package]
 
     def recipe(self) -> Dict[str, object]:
-        return {
+        """What decides the build (part of its cache key). The fields added for the NPU plugin
+        (a program's build mode and stamps, edits, requires) appear only when set, so the keys of
+        the recipes that have none stay what they were."""
+        recipe: Dict[str, object] = {
             "family": self.family,
             "version": self.version,
             "trees": self.trees,
             "build_in": self.build_in,
-            "programs": [(p.package, p.output, p.cgo, p.buildmode, p.stamps) for p in self.programs],
+            "programs": [program_recipe(p) for p in self.programs],
             "ldflags": self.ldflags(),
             "wrapper": self.wrapper,
             "module_files": self.module_files,
-            "edits": [(e.files, e.pattern, e.replacement, e.unless, e.skip) for e in self.edits],
         }
+        if self.edits:
+            recipe["edits"] = [(e.files, e.pattern, e.replacement, e.unless, e.skip) for e in self.edits]
+        if self.requires:
+            recipe["requires"] = self.requires
+        return recipe
 
     def digest_sources(self, digest: hashlib._Hash, root: Optional[Path] = None) -> None:
         """Feed every source file's relative path and content (sorted) into ``digest``."""
@@ -204,6 +214,11 @@ def apply_edit(work: Path, edit: Edit) -> None:
         )
 
 
+def program_recipe(program: Program) -> Tuple[object, ...]:
+    plain = (program.package, program.output, program.cgo)
+    return (*plain, program.buildmode, program.stamps) if program.buildmode or program.stamps else plain
+
+
 def _files(path: Path) -> Iterable[Tuple[str, bytes]]:
     if path.is_file():
         yield path.name, path.read_bytes()
@@ -228,6 +243,14 @@ def ascend_operator(release: str) -> SourceTool:
     )
 
 
+#: the golang.org/x/tools ClusterD 7.3.0's dependencies resolve (v0.21.1-0.20240508182429-e35e4ccd0d2d,
+#: for go/packages, which k8s.io/code-generator/pkg/util imports, which github.com/kubeflow/common
+#: pkg/util imports) does not compile with this machine's Go 1.26 (internal/tokeninternal: "invalid
+#: array length -delta * delta"; v0.24.0 and v0.26.0 neither); v0.40.0 does (it raises the go.mod's
+#: go line to 1.24.0): a dependency version raised, no source changed
+GO_126_X_TOOLS = ("golang.org/x/tools", "v0.40.0")
+
+
 def clusterd(release: str) -> SourceTool:
     """ClusterD at ``release``: MC:@v<release> component/clusterd, whose go.mod replaces ascend-common
     and ascend-faultdiag-online with their sibling directories (go.mod:68-70 at v7.3.0); stamped as
@@ -241,6 +264,7 @@ def clusterd(release: str) -> SourceTool:
         build_in="clusterd",
         programs=(Program(".", "clusterd"),),
         stamps=((OPERATOR_VERSION_VAR, f"v{release}"), ("main.BuildName", "clusterd")),
+        requires=(GO_126_X_TOOLS,),
     )
 
 
