@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
+import yaml
 from conftest import EXAMPLES, ROOT
 
 from resumable.api import load_plan
@@ -74,6 +75,8 @@ class Drill:
     budget_seconds: float
     #: the plan's ``nodes`` (npu_resource, npus_per_node)
     plan_nodes: Obj
+    #: what the profile declares: ``recovery.fault_retry_times`` of its job
+    retries: int
 
     def pods(self) -> List[Obj]:
         return job_pods(self.kube, self.job)
@@ -118,7 +121,10 @@ def start_drill(start_plane: StartPlane, tmp_path: Path, profile: Path = EXAMPLE
     (job,) = load_plan(str(profile)).jobs
     kube = Kube(plane)
     wait_running(kube, job, timeout=300, runner_log=plane.workdir / "runner" / "podrunner.log")
-    return Drill(plane, kube, job, budget_term(plan_json, job.name), npu)
+    (declared,) = yaml.safe_load(profile.read_text())["jobs"]
+    return Drill(
+        plane, kube, job, budget_term(plan_json, job.name), npu, int(declared["recovery"]["fault_retry_times"])
+    )
 
 
 def fail_pod(drill: Drill, pod: Obj, exit_code: int = 1) -> None:
@@ -179,6 +185,10 @@ def wait_back(drill: Drill, failed_uid: str, timeout: float = 300) -> Tuple[floa
         running = [p for p in pods if p["spec"].get("nodeName") and (p.get("status") or {}).get("phase") == "Running"]
         if failed_uid not in uids and len(running) == len(pods) == sum(r.replicas for r in drill.job.replicas):
             return time.monotonic() - started, pods
+        if any(c["type"] == "Failed" and c["status"] == "True" for c in conditions(drill)):
+            from .jobpods import explain
+
+            pytest.fail(f"the job ended Failed instead of coming back\n{explain(drill.kube, drill.job)}")
         time.sleep(0.5)
     from .jobpods import explain
 
@@ -225,7 +235,7 @@ def worker(pods: List[Obj]) -> Obj:
 def test_a_failed_pod_is_rescheduled_until_the_retries_are_used_up(start_plane: StartPlane, tmp_path: Path) -> None:
     drill = start_drill(start_plane, tmp_path)
     check_npus_allocated(drill, drill.pods())
-    retries = int(drill.job.labels["fault-retry-times"])
+    retries = drill.retries
     for attempt in range(1, retries + 1):
         pods = drill.pods()
         victim = worker(pods)
@@ -312,7 +322,7 @@ def test_a_pod_on_a_lost_node_moves_to_another_node(start_plane: StartPlane, tmp
     check_npus_allocated(drill, back)
     # the plugin's count for the job starts at fault-retry-times when the job first faults
     # (reschedule.go:134-143) and a node fault takes none off
-    assert remain_retry_times(drill) == int(drill.job.labels["fault-retry-times"])
+    assert remain_retry_times(drill) == drill.retries
     print(
         f"\nnode {lost} NotReady: every pod Running again {seconds:.1f} s after "
         f"(plan budget {BUDGET_LEVEL}/{BUDGET_TERM}: {drill.budget_seconds:.1f} s)"
