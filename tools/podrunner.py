@@ -7,8 +7,12 @@ project can build from source (``tools/source_tools.py``), this program plays th
 instead. It watches the API server; for every pod bound to a node whose container image is one of
 
     ascend-operator:v<release>...           the Ascend Operator of MindCluster <release>
-    vc-scheduler:v<version>...              Volcano's scheduler
+    vc-scheduler:v<version>...              Volcano's scheduler (with Huawei's NPU plugin where its
+                                            build exists: source_tools.volcano_npu)
     vc-controller-manager:v<version>...     Volcano's controller manager
+    clusterd:v7.3.0...                      ClusterD (in-cluster credentials: :func:`in_cluster`)
+    ascend-k8sdeviceplugin:v7.3.0...        the device plugin's double (tools/device_plugin_double.py:
+                                            no NPU here), its reports written as the pod's identity
 
 (any registry prefix; the version is the tag's first ``v<x.y.z[.SPCn]>``) it starts the program built
 at that version with the pod's own command line, and stops it when the pod goes. So what runs is
@@ -74,9 +78,16 @@ COMPONENTS: Dict[str, Tuple[str, str]] = {
     "vc-scheduler": ("volcano", "vc-scheduler"),
     "vc-controller-manager": ("volcano", "vc-controller-manager"),
     "clusterd": ("clusterd", "clusterd"),
+    "ascend-k8sdeviceplugin": ("device-plugin-double", "device-plugin"),
 }
-#: families run only at the releases this project builds them for (others stay KWOK's fake pods)
-BUILT_RELEASES: Dict[str, Tuple[str, ...]] = {"clusterd": CLUSTERD_RELEASES}
+#: families run only at the releases this project builds them for (others stay KWOK's fake pods); the
+#: device plugin cannot run without NPUs: its double (tools/device_plugin_double.py) plays it at the
+#: releases it is written for, the ones whose NPU plugin and ClusterD run here
+BUILT_RELEASES: Dict[str, Tuple[str, ...]] = {
+    "clusterd": CLUSTERD_RELEASES,
+    "device-plugin-double": CLUSTERD_RELEASES,
+}
+DEVICE_PLUGIN_DOUBLE = Path(__file__).resolve().parent / "device_plugin_double.py"
 #: families whose client reads only the in-cluster credentials (a ServiceAccount token file at a
 #: fixed path and KUBERNETES_SERVICE_HOST/PORT): ClusterD builds its client with
 #: clientcmd.BuildConfigFromFlags("", "") (MC:@v7.3.0 component/clusterd/pkg/interface/kube/kube_init.go:37-38),
@@ -498,11 +509,12 @@ def prepare(api: Api, pod: Obj, container: Obj, base: Path, log: Path) -> Contai
         args.append(f"--kubeconfig={kubeconfig}")
     env = container_env(pod, container)
     env["KUBECONFIG"] = str(kubeconfig)
-    executable = program_path(family, program, version, log) if program != "vc-scheduler" else None
-    if program == "vc-scheduler":
-        executable = scheduler_path(version, args, mounts, log)
-    assert executable is not None
-    argv = [str(executable), *args]
+    if family == "device-plugin-double":
+        node = pod["spec"]["nodeName"]
+        argv = [sys.executable, str(DEVICE_PLUGIN_DOUBLE), f"--node={node}", f"--kubeconfig={kubeconfig}"]
+    else:
+        executable = scheduler_path(version, args, mounts, log) if program == "vc-scheduler" else None
+        argv = [str(executable or program_path(family, program, version, log)), *args]
     if family in IN_CLUSTER:
         argv = in_cluster(api, token, pod["metadata"]["namespace"], mounts.root.parent, argv, env)
     grace = min(float(pod["spec"].get("terminationGracePeriodSeconds", 30)), STOP_GRACE_MAX)

@@ -35,6 +35,8 @@ from .fixtures import podrunner, source_tools
         ("localhost:5000/vc-scheduler:v1.9.0", ("volcano", "vc-scheduler", "1.9.0")),
         ("clusterd:v7.3.0", ("clusterd", "clusterd", "7.3.0")),
         ("clusterd:v26.1.0", None),  # a release whose ClusterD is not built here stays a KWOK pod
+        ("ascend-k8sdeviceplugin:v7.3.0", ("device-plugin-double", "device-plugin", "7.3.0")),
+        ("ascend-k8sdeviceplugin:v26.1.0", None),
         ("ascend-operator:latest", None),
         ("ascend-operator", None),
     ],
@@ -44,20 +46,21 @@ def test_the_images_it_runs(image: str, expected: Any) -> None:
 
 
 def test_every_component_image_the_render_writes_is_one_it_runs() -> None:
-    """The scheduling stack of every shipped example: its operator and Volcano Deployments are run
+    """The scheduling stack of every shipped example: its operator and Volcano Deployments are run,
+    and for a release whose NPU plugin is built (7.3.0) ClusterD and the device plugin's double too
     (a renamed image or a new tag form would leave the cluster without them, silently)."""
     for path in EXAMPLE_FILES:
         plan = load_plan(str(path))
         images = {
             c["image"]
             for o in build_stack(plan.scheduler)
-            if o["kind"] == "Deployment"
+            if o["kind"] in ("Deployment", "DaemonSet")
             for c in o["spec"]["template"]["spec"]["containers"]
         }
         run = {podrunner.component_of(i) for i in images} - {None}
         expected = {"ascend-operator", "vc-scheduler", "vc-controller-manager"}
         if plan.scheduler.release in source_tools.CLUSTERD_RELEASES:
-            expected.add("clusterd")
+            expected |= {"clusterd", "device-plugin"}
         assert {c[1] for c in run if c} == expected, images
 
 
