@@ -7,12 +7,21 @@ project can build from source (``tools/source_tools.py``), this program plays th
 instead. It watches the API server; for every pod bound to a node whose container image is one of
 
     ascend-operator:v<release>...           the Ascend Operator of MindCluster <release>
-    vc-scheduler:v<version>...              Volcano's scheduler (with Huawei's NPU plugin where its
-                                            build exists: source_tools.volcano_npu)
+    vc-scheduler:v<version>...              Volcano's scheduler
     vc-controller-manager:v<version>...     Volcano's controller manager
+
+and with ``--mindcluster`` what pod-level rescheduling needs besides, where this project builds it:
+
+    vc-scheduler:v1.9.0...                  the scheduler built with Huawei's NPU plugin the pod's
+                                            scheduler config names (source_tools.volcano_npu)
     clusterd:v7.3.0...                      ClusterD (in-cluster credentials: :func:`in_cluster`)
     ascend-k8sdeviceplugin:v7.3.0...        the device plugin's double (tools/device_plugin_double.py:
                                             no NPU here), its reports written as the pod's identity
+
+``--mindcluster`` is not the default because the NPU plugin rewrites a job's ``reset-config-<job>``
+ConfigMap when it first schedules the job, its labels and data replaced (MC:@v7.3.0
+component/ascend-for-volcano/plugin/job.go:435-467 updateResetCm): the rendered ConfigMap then
+differs from the cluster's, which the render's printed ``kubectl diff`` shows (docs/local-cluster.md).
 
 (any registry prefix; the version is the tag's first ``v<x.y.z[.SPCn]>``) it starts the program built
 at that version with the pod's own command line, and stops it when the pod goes. So what runs is
@@ -221,8 +230,9 @@ class Container:
     grace: float
 
 
-def component_of(image: str) -> Optional[Tuple[str, str, str]]:
-    """(family, program, version) of a component image, or None."""
+def component_of(image: str, mindcluster: bool = False) -> Optional[Tuple[str, str, str]]:
+    """(family, program, version) of a component image, or None. ClusterD and the device plugin's
+    double only with ``mindcluster`` (``--mindcluster``: module docstring)."""
     name, _, tag = image.rpartition(":") if ":" in image.rsplit("/", 1)[-1] else (image, "", "")
     repository = name.rsplit("/", 1)[-1]
     if repository not in COMPONENTS:
@@ -231,7 +241,7 @@ def component_of(image: str) -> Optional[Tuple[str, str, str]]:
     if match is None:
         return None
     family, program = COMPONENTS[repository]
-    if family in BUILT_RELEASES and match.group(1) not in BUILT_RELEASES[family]:
+    if family in BUILT_RELEASES and (not mindcluster or match.group(1) not in BUILT_RELEASES[family]):
         return None
     return family, program, match.group(1)
 
@@ -493,8 +503,8 @@ def scheduler_path(version: str, args: Sequence[str], mounts: Mounts, log: Path)
     return bin_dir / "vc-scheduler"
 
 
-def prepare(api: Api, pod: Obj, container: Obj, base: Path, log: Path) -> Container:
-    component = component_of(container.get("image", ""))
+def prepare(api: Api, pod: Obj, container: Obj, base: Path, log: Path, mindcluster: bool = False) -> Container:
+    component = component_of(container.get("image", ""), mindcluster)
     assert component is not None
     family, program, version = component
     words = command_line(container)
@@ -513,7 +523,8 @@ def prepare(api: Api, pod: Obj, container: Obj, base: Path, log: Path) -> Contai
         node = pod["spec"]["nodeName"]
         argv = [sys.executable, str(DEVICE_PLUGIN_DOUBLE), f"--node={node}", f"--kubeconfig={kubeconfig}"]
     else:
-        executable = scheduler_path(version, args, mounts, log) if program == "vc-scheduler" else None
+        with_plugin = mindcluster and program == "vc-scheduler"
+        executable = scheduler_path(version, args, mounts, log) if with_plugin else None
         argv = [str(executable or program_path(family, program, version, log)), *args]
     if family in IN_CLUSTER:
         argv = in_cluster(api, token, pod["metadata"]["namespace"], mounts.root.parent, argv, env)
@@ -537,8 +548,9 @@ class Running:
 
 
 class Runner:
-    def __init__(self, api: Api, base: Path) -> None:
+    def __init__(self, api: Api, base: Path, mindcluster: bool = False) -> None:
         self.api = api
+        self.mindcluster = mindcluster
         self.base = base
         self.log = base / "podrunner.log"
         self.running: Dict[str, Running] = {}
@@ -555,7 +567,7 @@ class Runner:
             if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
                 continue
             for container in pod["spec"].get("containers") or []:
-                if component_of(container.get("image", "")):
+                if component_of(container.get("image", ""), self.mindcluster):
                     out[pod["metadata"]["uid"]] = (pod, container)
                     break
         return out
@@ -570,7 +582,8 @@ class Runner:
             entry = self.running.get(uid)
             if entry is None:
                 try:
-                    entry = Running(pod, prepare(self.api, pod, container, self.base, self.log))
+                    spec = prepare(self.api, pod, container, self.base, self.log, self.mindcluster)
+                    entry = Running(pod, spec)
                 except RunnerError as exc:
                     self.refused[uid] = str(exc)
                     say(self.log, f"{name(pod)}: not started: {exc}")
@@ -642,9 +655,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kubeconfig", type=Path, required=True, help="the control plane's admin kubeconfig")
     parser.add_argument("--dir", type=Path, required=True, help="where pods' files, logs and the runner's log go")
+    parser.add_argument(
+        "--mindcluster", action="store_true", help="run the NPU plugin, ClusterD, the device plugin's double"
+    )
     args = parser.parse_args(argv)
     args.dir.mkdir(parents=True, exist_ok=True)
-    runner = Runner(Api(args.kubeconfig), args.dir.resolve())
+    runner = Runner(Api(args.kubeconfig), args.dir.resolve(), args.mindcluster)
 
     def on_term(signum: int, frame: Any) -> None:
         runner.stopping = True

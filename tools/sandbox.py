@@ -157,9 +157,9 @@ def instructions(plane_dir: Path, profile: Path, jobs: Sequence[Job]) -> List[st
     lines.append("kubectl get pods -A -o wide; kubectl get ascendjobs,jobs.batch.volcano.sh,podgroups -A")
     if drills(profile):
         lines.append("# pod-level rescheduling, drilled (a pod fails; --fault node: its node goes NotReady):")
-        lines.append(
-            f"make sandbox-drill SANDBOX={shlex.quote(str(plane_dir))} SANDBOX_PROFILE={shlex.quote(str(profile))}"
-        )
+        tool = shlex.quote(str(Path(__file__).resolve()))
+        where = f"--dir {shlex.quote(str(plane_dir))} --profile {shlex.quote(str(profile))}"
+        lines.append(f"python3 {tool} drill {where}   # make sandbox-drill does the same")
     lines += [
         "# stop it: make sandbox-down (the state stays in " + str(state) + ")",
     ]
@@ -218,6 +218,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"sandbox: {exc}", file=sys.stderr)
         return 2
     nodes = [] if args.compute_nodes is None else ["--compute-nodes", str(args.compute_nodes)]
+    if drills(profile):  # the NPU plugin, ClusterD and the device plugin's double run too
+        nodes += ["--mindcluster"]
     code = controlplane.main(["up", "--dir", str(plane_dir), "--profile", str(profile), *nodes])
     if code != 0:
         return code

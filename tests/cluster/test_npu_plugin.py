@@ -1,4 +1,5 @@
-"""Huawei's Volcano plugin runs in the scheduler of the rendered stack: tools/podrunner.py starts the
+"""Huawei's Volcano plugin runs in the scheduler of the rendered stack: tools/podrunner.py (with
+``--mindcluster``) starts the
 vc-scheduler built with the plugin (tools/source_tools.py volcano_npu) for the pod of the rendered
 volcano-scheduler Deployment, the plugin's ``.so`` where ``--plugins-dir=plugins`` finds it.
 
@@ -37,7 +38,7 @@ def apply_stack(plane: object, profile: Path, out: Path) -> None:
 
 
 def test_the_rendered_scheduler_runs_the_npu_plugin(start_plane: StartPlane, tmp_path: Path) -> None:
-    plane = start_plane(plan_nodes(EXAMPLE))
+    plane = start_plane(plan_nodes(EXAMPLE), mindcluster=True)
     apply_stack(plane, EXAMPLE, tmp_path / "rendered")
     namespace, name = PLUGIN_CM
     deadline = time.monotonic() + 240
