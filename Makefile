@@ -126,7 +126,7 @@ sandbox-down:
 # FAULT=node makes the pod's node NotReady instead): docs/local-cluster.md
 FAULT ?= pod
 sandbox-drill:
-	$(PYTHON) tools/sandbox.py drill --dir $(SANDBOX) --profile $(SANDBOX_PROFILE) --fault $(FAULT)
+	$(BIN)/python tools/sandbox.py drill --dir $(SANDBOX) --profile $(SANDBOX_PROFILE) --fault $(FAULT)
 
 clean:
 	rm -rf $(VENV) $(DEMO_VENV) out collections .pytest_cache .mypy_cache .ruff_cache

@@ -159,7 +159,8 @@ def instructions(plane_dir: Path, profile: Path, jobs: Sequence[Job]) -> List[st
         lines.append("# pod-level rescheduling, drilled (a pod fails; --fault node: its node goes NotReady):")
         tool = shlex.quote(str(Path(__file__).resolve()))
         where = f"--dir {shlex.quote(str(plane_dir))} --profile {shlex.quote(str(profile))}"
-        lines.append(f"python3 {tool} drill {where}   # make sandbox-drill does the same")
+        python = shlex.quote(sys.executable)  # the interpreter with this checkout installed (make: .venv)
+        lines.append(f"{python} {tool} drill {where}   # make sandbox-drill does the same")
     lines += [
         "# stop it: make sandbox-down (the state stays in " + str(state) + ")",
     ]
