@@ -117,7 +117,7 @@ test: check
 SANDBOX ?= .sandbox
 SANDBOX_PROFILE ?= examples/pytorch-process-recovery.yaml
 sandbox: pulumi-venv tools
-	$(BIN)/python tools/sandbox.py up --dir $(SANDBOX) --profile $(SANDBOX_PROFILE)
+	$(BIN)/python tools/sandbox.py up --dir $(SANDBOX) --profile $(SANDBOX_PROFILE) $(if $(SANDBOX_NODES),--compute-nodes $(SANDBOX_NODES))
 
 sandbox-down:
 	$(PYTHON) tools/sandbox.py down --dir $(SANDBOX)

@@ -249,6 +249,25 @@ def wait_back(cluster: Cluster, job: JobRef, faulted_uid: str, timeout: float = 
     return Outcome(False, time.monotonic() - started, pods)
 
 
+def check_spare_node(cluster: Cluster, pods: List[Obj]) -> None:
+    """DrillError unless a Ready node offering NPUs runs none of the job's pods: a gang-scheduled job
+    that loses a node can only come back on another (Volcano admits the whole PodGroup or nothing)."""
+    used = {p["spec"].get("nodeName") for p in pods}
+    spare = [
+        n["metadata"]["name"]
+        for n in cluster.get_json("nodes")["items"]
+        if n["metadata"]["name"] not in used
+        and any(r.startswith("huawei.com/") and int(v) > 0 for r, v in (n["status"].get("capacity") or {}).items())
+        and any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"].get("conditions") or [])
+    ]
+    if not spare:
+        raise DrillError(
+            "--fault node: no Ready NPU node runs none of the job's pods, so the job could not come back "
+            "anywhere; start the sandbox with one NPU node more (make sandbox SANDBOX_NODES=<pods + 1>, "
+            "or tools/sandbox.py up --compute-nodes)"
+        )
+
+
 def fault(cluster: Cluster, job: JobRef, kind: str) -> Tuple[Obj, Outcome]:
     """Fault a worker pod of the running ``job`` (``kind``: pod or node) and wait for the outcome;
     the faulted pod and the outcome. DrillError when the job is not running."""
@@ -261,6 +280,7 @@ def fault(cluster: Cluster, job: JobRef, kind: str) -> Tuple[Obj, Outcome]:
         )
     victim = worker(pods)
     if kind == "node":
+        check_spare_node(cluster, pods)
         lose_node(cluster, victim["spec"]["nodeName"])
     else:
         fail_pod(cluster, victim)
