@@ -10,7 +10,7 @@ DEMO_OUT ?= out/demo
 DEMO_VENV ?= .venv-demo
 DEMO_BIN := $(DEMO_VENV)/bin
 
-.PHONY: check check-pytest demo demo-venv test venv test-venv pulumi-venv tools lint typecheck pytest py38 ansible runtime-image bench-recovery docs clean sandbox sandbox-down
+.PHONY: check check-pytest demo demo-venv test venv test-venv pulumi-venv tools lint typecheck pytest py38 ansible runtime-image bench-recovery docs clean sandbox sandbox-down sandbox-drill
 
 # The package alone (PyYAML is its only runtime dependency).
 $(BIN)/resumable: pyproject.toml
@@ -117,10 +117,16 @@ test: check
 SANDBOX ?= .sandbox
 SANDBOX_PROFILE ?= examples/pytorch-process-recovery.yaml
 sandbox: pulumi-venv tools
-	$(BIN)/python tools/sandbox.py up --dir $(SANDBOX) --profile $(SANDBOX_PROFILE)
+	$(BIN)/python tools/sandbox.py up --dir $(SANDBOX) --profile $(SANDBOX_PROFILE) $(if $(SANDBOX_NODES),--compute-nodes $(SANDBOX_NODES))
 
 sandbox-down:
 	$(PYTHON) tools/sandbox.py down --dir $(SANDBOX)
+
+# pod-level rescheduling drilled on the sandbox (a 7.3.0 profile whose job has fault-retry-times;
+# FAULT=node makes the pod's node NotReady instead): docs/local-cluster.md
+FAULT ?= pod
+sandbox-drill:
+	$(BIN)/python tools/sandbox.py drill --dir $(SANDBOX) --profile $(SANDBOX_PROFILE) --fault $(FAULT)
 
 clean:
 	rm -rf $(VENV) $(DEMO_VENV) out collections .pytest_cache .mypy_cache .ruff_cache

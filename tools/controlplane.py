@@ -200,8 +200,10 @@ def kubeconfig_text(server: str, pki: Path, contexts: Sequence[str]) -> str:
 class ControlPlane:
     """The processes of one control plane in ``workdir``; ``start()`` then ``stop()``."""
 
-    def __init__(self, workdir: Path, bins: Optional[Mapping[str, Path]] = None) -> None:
+    def __init__(self, workdir: Path, bins: Optional[Mapping[str, Path]] = None, mindcluster: bool = False) -> None:
         self.workdir = workdir.resolve()
+        #: the pod runner also runs what MindCluster needs for pod-level rescheduling (podrunner --mindcluster)
+        self.mindcluster = mindcluster
         self.pki = self.workdir / "pki"
         self.logs = self.workdir / "logs"
         self.kubeconfig = self.workdir / "kubeconfig"
@@ -339,7 +341,11 @@ class ControlPlane:
         )
         runner = self._spawn(
             "podrunner",
-            [f"--kubeconfig={self.kubeconfig}", f"--dir={self.workdir / 'runner'}"],
+            [
+                f"--kubeconfig={self.kubeconfig}",
+                f"--dir={self.workdir / 'runner'}",
+                *(["--mindcluster"] if self.mindcluster else []),
+            ],
             program=[sys.executable, str(Path(__file__).resolve().parent / "podrunner.py")],
         )
         for process in (manager, scheduler, kwok, runner):
@@ -503,6 +509,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     up.add_argument(
         "--compute-nodes", type=int, help="fake NPU nodes (default: one per pod of the profile's jobs, at least 2)"
     )
+    up.add_argument(
+        "--mindcluster",
+        action="store_true",
+        help="run Huawei's Volcano plugin, ClusterD and the device plugin's double too (podrunner --mindcluster)",
+    )
     down = sub.add_parser("down", help="stop what `up` started in --dir")
     down.add_argument("--dir", type=Path, required=True)
     args = parser.parse_args(argv)
@@ -515,7 +526,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if any(p.alive() for p in recorded(args.dir)):
             raise UsageError(f"a control plane already runs in {args.dir}: stop it first (`down --dir {args.dir}`)")
         nodes = nodes_from_plan(plan_json(args.profile), args.compute_nodes) if args.profile else []
-        plane = ControlPlane(args.dir)
+        plane = ControlPlane(args.dir, mindcluster=args.mindcluster)
         plane.start(nodes)
         print(plane.kubeconfig)
         return 0

@@ -148,6 +148,7 @@ def go(args: Sequence[str], cwd: Path, capture: bool = True, env: Optional[Mappi
     if shutil.which("go") is None:
         raise ToolError("the go command is not on PATH: install Go 1.26 (the machine's own) and run again")
     full_env = dict(os.environ, **(GO_ENV if env is None else env))
+    full_env["GOFLAGS"] = " ".join([*build_parallelism(), full_env.get("GOFLAGS", "")]).strip()
     done = subprocess.run(
         ["go", *args],
         cwd=cwd,
@@ -161,6 +162,12 @@ def go(args: Sequence[str], cwd: Path, capture: bool = True, env: Optional[Mappi
         detail = (done.stderr or "").strip()[-4000:] if capture else "(output above)"
         raise ToolError(f"go {' '.join(args)} failed in {cwd} (exit {done.returncode}): {detail}")
     return done.stdout or ""
+
+
+def build_parallelism() -> List[str]:
+    """The caller's ``-p=N`` from its GOFLAGS (how many packages go builds at once: ``-p=1`` on a
+    shared machine), kept when the build environment sets GOFLAGS of its own; it changes no output."""
+    return [flag for flag in os.environ.get("GOFLAGS", "").split() if flag.startswith("-p=")]
 
 
 def go_version() -> str:
@@ -332,11 +339,12 @@ def build_source(tool: SourceTool, goversion: str) -> Path:
     def make(staging: Path) -> None:
         work = staging / "src"
         build_dir = tool.prepare(work)
+        for module, version in tool.requires:
+            go(["mod", "edit", f"-require={module}@{version}"], build_dir, env=SOURCE_GO_ENV)
         bin_dir = staging / "bin"
         for program in tool.programs:
             env = dict(SOURCE_GO_ENV, CGO_ENABLED="1" if program.cgo else "0")
-            args = ["build", "-ldflags", tool.ldflags(), "-o", str(bin_dir / program.output), program.package]
-            go(args, build_dir, capture=False, env=env)
+            go(tool.build_args(program, bin_dir / program.output), build_dir, capture=False, env=env)
         for module, inner, name in tool.module_files:
             shutil.copyfile(module_dir(module, build_dir, env=SOURCE_GO_ENV) / inner, bin_dir / name)
             (bin_dir / name).chmod(0o755)

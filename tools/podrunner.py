@@ -10,6 +10,19 @@ instead. It watches the API server; for every pod bound to a node whose containe
     vc-scheduler:v<version>...              Volcano's scheduler
     vc-controller-manager:v<version>...     Volcano's controller manager
 
+and with ``--mindcluster`` what pod-level rescheduling needs besides, where this project builds it:
+
+    vc-scheduler:v1.9.0...                  the scheduler built with Huawei's NPU plugin the pod's
+                                            scheduler config names (source_tools.volcano_npu)
+    clusterd:v7.3.0...                      ClusterD (in-cluster credentials: :func:`in_cluster`)
+    ascend-k8sdeviceplugin:v7.3.0...        the device plugin's double (tools/device_plugin_double.py:
+                                            no NPU here), its reports written as the pod's identity
+
+``--mindcluster`` is not the default because the NPU plugin rewrites a job's ``reset-config-<job>``
+ConfigMap when it first schedules the job, its labels and data replaced (MC:@v7.3.0
+component/ascend-for-volcano/plugin/job.go:435-467 updateResetCm): the rendered ConfigMap then
+differs from the cluster's, which the render's printed ``kubectl diff`` shows (docs/local-cluster.md).
+
 (any registry prefix; the version is the tag's first ``v<x.y.z[.SPCn]>``) it starts the program built
 at that version with the pod's own command line, and stops it when the pod goes. So what runs is
 what the deployment declared: the Deployment's flags as the API server stored them (a wrong flag
@@ -64,7 +77,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import go_tools
-from source_tools import SourcesMissing, ascend_operator, volcano
+from source_tools import CLUSTERD_RELEASES, SOURCE_TOOLS, SourcesMissing, SourceTool, ascend_operator, clusterd, volcano
 
 Obj = Dict[str, Any]
 
@@ -73,7 +86,23 @@ COMPONENTS: Dict[str, Tuple[str, str]] = {
     "ascend-operator": ("ascend-operator", "ascend-operator"),
     "vc-scheduler": ("volcano", "vc-scheduler"),
     "vc-controller-manager": ("volcano", "vc-controller-manager"),
+    "clusterd": ("clusterd", "clusterd"),
+    "ascend-k8sdeviceplugin": ("device-plugin-double", "device-plugin"),
 }
+#: families run only at the releases this project builds them for (others stay KWOK's fake pods); the
+#: device plugin cannot run without NPUs: its double (tools/device_plugin_double.py) plays it at the
+#: releases it is written for, the ones whose NPU plugin and ClusterD run here
+BUILT_RELEASES: Dict[str, Tuple[str, ...]] = {
+    "clusterd": CLUSTERD_RELEASES,
+    "device-plugin-double": CLUSTERD_RELEASES,
+}
+DEVICE_PLUGIN_DOUBLE = Path(__file__).resolve().parent / "device_plugin_double.py"
+#: families whose client reads only the in-cluster credentials (a ServiceAccount token file at a
+#: fixed path and KUBERNETES_SERVICE_HOST/PORT): ClusterD builds its client with
+#: clientcmd.BuildConfigFromFlags("", "") (MC:@v7.3.0 component/clusterd/pkg/interface/kube/kube_init.go:37-38),
+#: which is rest.InClusterConfig: /var/run/secrets/kubernetes.io/serviceaccount/{token,ca.crt}
+IN_CLUSTER = {"clusterd"}
+SERVICE_ACCOUNT_DIR = "/run/secrets/kubernetes.io/serviceaccount"
 #: families whose client reads only a --kubeconfig flag, not $KUBECONFIG (volcano-sh/volcano
 #: v1.9.0 pkg/kube/config.go BuildConfig: clientcmd.BuildConfigFromFlags(master, kubeconfig))
 KUBECONFIG_FLAG = {"volcano"}
@@ -201,8 +230,9 @@ class Container:
     grace: float
 
 
-def component_of(image: str) -> Optional[Tuple[str, str, str]]:
-    """(family, program, version) of a component image, or None."""
+def component_of(image: str, mindcluster: bool = False) -> Optional[Tuple[str, str, str]]:
+    """(family, program, version) of a component image, or None. ClusterD and the device plugin's
+    double only with ``mindcluster`` (``--mindcluster``: module docstring)."""
     name, _, tag = image.rpartition(":") if ":" in image.rsplit("/", 1)[-1] else (image, "", "")
     repository = name.rsplit("/", 1)[-1]
     if repository not in COMPONENTS:
@@ -211,6 +241,8 @@ def component_of(image: str) -> Optional[Tuple[str, str, str]]:
     if match is None:
         return None
     family, program = COMPONENTS[repository]
+    if family in BUILT_RELEASES and (not mindcluster or match.group(1) not in BUILT_RELEASES[family]):
+        return None
     return family, program, match.group(1)
 
 
@@ -368,23 +400,111 @@ def write_kubeconfig(api: Api, token: str, path: Path) -> None:
     path.chmod(0o600)
 
 
-def program_path(family: str, program: str, version: str, log: Path) -> Path:
-    """The built program; built here when its sources are present and it is not (minutes once)."""
-    tool = ascend_operator(version) if family == "ascend-operator" else volcano(version)
+def tool_bin(tool: SourceTool, log: Path) -> Path:
+    """The bin directory of a source build; built here when its sources are present and it is not
+    (minutes once)."""
     try:
-        directory = go_tools.bin_dirs([tool])[0]
+        return go_tools.bin_dirs([tool])[0]
     except go_tools.ToolError:
         say(log, f"building {tool.name} (not in the tools cache yet)")
         try:
             with go_tools.cache_lock():
-                directory = go_tools.build_source(tool, go_tools.go_version()) / "bin"
+                return go_tools.build_source(tool, go_tools.go_version()) / "bin"
         except (go_tools.ToolError, SourcesMissing) as exc:
             raise RunnerError(f"{tool.name} cannot be built: {exc}") from None
-    return directory / program
 
 
-def prepare(api: Api, pod: Obj, container: Obj, base: Path, log: Path) -> Container:
-    component = component_of(container.get("image", ""))
+def program_path(family: str, program: str, version: str, log: Path) -> Path:
+    """The built program of a component image."""
+    builds = {"ascend-operator": ascend_operator, "clusterd": clusterd, "volcano": volcano}
+    return tool_bin(builds[family](version), log) / program
+
+
+def in_cluster(api: Api, token: str, namespace: str, pod_dir: Path, argv: List[str], env: Dict[str, str]) -> List[str]:
+    """``argv`` run as in a pod for a client of the in-cluster credentials: the ServiceAccount's token
+    and the cluster's CA in a directory of the pod, mounted at /run/secrets/kubernetes.io/serviceaccount
+    (/var/run is /run) in a mount namespace of the program's own over a tmpfs on /run, so the
+    machine's /run is untouched; ``env`` gets KUBERNETES_SERVICE_HOST and _PORT of the API server.
+    Needs root and util-linux ``unshare``, as a container runtime does."""
+    secrets = pod_dir / "serviceaccount"
+    secrets.mkdir(parents=True, exist_ok=True)
+    (secrets / "token").write_text(token, encoding="utf-8")
+    (secrets / "ca.crt").write_bytes(Path(api.ca).read_bytes())
+    (secrets / "namespace").write_text(namespace, encoding="utf-8")
+    host, _, port = api.server.removeprefix("https://").rpartition(":")
+    env["KUBERNETES_SERVICE_HOST"], env["KUBERNETES_SERVICE_PORT"] = host, port
+    mount = (
+        f"mount -t tmpfs tmpfs /run && mkdir -p {SERVICE_ACCOUNT_DIR} && "
+        f'mount --bind {shlex.quote(str(secrets))} {SERVICE_ACCOUNT_DIR} && exec "$@"'
+    )
+    return ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", mount, "sh", *argv]
+
+
+#: a plugin of the scheduler config that this project builds (source_tools.volcano_npu): Huawei's NPU
+#: plugin, named ``volcano-npu_v<release>...`` (resumable.plan.scheduler.volcano_plugin_name)
+NPU_PLUGIN = re.compile(r"^volcano-npu_v[\w.-]+$")
+#: the scheduler config flag and the plugins directory flag of vc-scheduler (volcano-sh/volcano v1.9.0
+#: cmd/scheduler/app/options/options.go: --scheduler-conf, --plugins-dir)
+SCHEDULER_CONF_FLAG = "--scheduler-conf"
+PLUGINS_DIR_FLAG = "--plugins-dir"
+
+
+def config_plugins(conf: Path) -> List[str]:
+    """The plugin names of a Volcano scheduler config (``tiers[].plugins[].name``), read as text: the
+    config is YAML and this runner has the standard library only, so the ``- name: X`` lines."""
+    try:
+        text = conf.read_text(encoding="utf-8")
+    except OSError:
+        return []
+    return re.findall(r"^\s*-?\s*name:\s*['\"]?([^'\"\s#]+)", text, flags=re.MULTILINE)
+
+
+def npu_plugin_tool(version: str, args: Sequence[str], root: Path) -> Optional[Tuple[SourceTool, str]]:
+    """The build of Volcano ``version`` with the NPU plugin the scheduler config names, and that name;
+    None when the config names none this project builds (the plain scheduler runs then, and Volcano
+    leaves the unknown plugin out). ``args``: the command line with its paths moved (:func:`rewrite`)."""
+    conf = next((a.split("=", 1)[1] for a in args if a.startswith(SCHEDULER_CONF_FLAG + "=")), "")
+    if not conf:
+        return None
+    for plugin in config_plugins(root / conf):
+        tool = SOURCE_TOOLS.get(f"volcano-{version}+{plugin}")
+        if NPU_PLUGIN.match(plugin) and tool is not None:
+            return tool, plugin
+    return None
+
+
+def place_plugin(bin_dir: Path, plugin: str, args: Sequence[str], root: Path) -> Path:
+    """Link ``<plugin>.so`` into the directory ``--plugins-dir`` names, relative to the pod's root as
+    in the image: MindCluster's scheduler image has the plugin in /plugins and runs from / (no
+    WORKDIR; ``COPY volcano-npu_*.so plugins/``: MC:@v7.3.0
+    component/ascend-for-volcano/output/Dockerfile-scheduler:3-4). Returns the directory."""
+    named = next((a.split("=", 1)[1] for a in args if a.startswith(PLUGINS_DIR_FLAG + "=")), "")
+    if not named:
+        raise RunnerError(f"the scheduler config names {plugin} but the command line has no {PLUGINS_DIR_FLAG}")
+    directory = Path(named) if Path(named).is_absolute() else root / named
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / f"{plugin}.so"
+    if target.is_symlink() or target.exists():
+        target.unlink()
+    target.symlink_to(bin_dir / f"{plugin}.so")
+    return directory
+
+
+def scheduler_path(version: str, args: Sequence[str], mounts: Mounts, log: Path) -> Path:
+    """vc-scheduler at ``version``: built with the NPU plugin its config names, the plugin placed where
+    ``--plugins-dir`` finds it, when this project builds that plugin; else the plain build."""
+    found = npu_plugin_tool(version, args, mounts.root)
+    if found is None:
+        return program_path("volcano", "vc-scheduler", version, log)
+    tool, plugin = found
+    bin_dir = tool_bin(tool, log)
+    directory = place_plugin(bin_dir, plugin, args, mounts.root)
+    say(log, f"vc-scheduler {version} with {plugin}.so in {directory} ({tool.name})")
+    return bin_dir / "vc-scheduler"
+
+
+def prepare(api: Api, pod: Obj, container: Obj, base: Path, log: Path, mindcluster: bool = False) -> Container:
+    component = component_of(container.get("image", ""), mindcluster)
     assert component is not None
     family, program, version = component
     words = command_line(container)
@@ -392,13 +512,22 @@ def prepare(api: Api, pod: Obj, container: Obj, base: Path, log: Path) -> Contai
         raise RunnerError(f"image {container['image']} runs {words[0]}, not {program}")
     mounts = make_mounts(api, pod, container, base)
     kubeconfig = mounts.root.parent / "kubeconfig"
-    write_kubeconfig(api, api.token(pod), kubeconfig)
+    token = api.token(pod)
+    write_kubeconfig(api, token, kubeconfig)
     args = rewrite(words[1:], mounts) + default_listen(program, version, words[1:])
     if family in KUBECONFIG_FLAG:
         args.append(f"--kubeconfig={kubeconfig}")
     env = container_env(pod, container)
     env["KUBECONFIG"] = str(kubeconfig)
-    argv = [str(program_path(family, program, version, log)), *args]
+    if family == "device-plugin-double":
+        node = pod["spec"]["nodeName"]
+        argv = [sys.executable, str(DEVICE_PLUGIN_DOUBLE), f"--node={node}", f"--kubeconfig={kubeconfig}"]
+    else:
+        with_plugin = mindcluster and program == "vc-scheduler"
+        executable = scheduler_path(version, args, mounts, log) if with_plugin else None
+        argv = [str(executable or program_path(family, program, version, log)), *args]
+    if family in IN_CLUSTER:
+        argv = in_cluster(api, token, pod["metadata"]["namespace"], mounts.root.parent, argv, env)
     grace = min(float(pod["spec"].get("terminationGracePeriodSeconds", 30)), STOP_GRACE_MAX)
     return Container(argv, env, mounts.root, grace)
 
@@ -419,8 +548,9 @@ class Running:
 
 
 class Runner:
-    def __init__(self, api: Api, base: Path) -> None:
+    def __init__(self, api: Api, base: Path, mindcluster: bool = False) -> None:
         self.api = api
+        self.mindcluster = mindcluster
         self.base = base
         self.log = base / "podrunner.log"
         self.running: Dict[str, Running] = {}
@@ -437,7 +567,7 @@ class Runner:
             if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
                 continue
             for container in pod["spec"].get("containers") or []:
-                if component_of(container.get("image", "")):
+                if component_of(container.get("image", ""), self.mindcluster):
                     out[pod["metadata"]["uid"]] = (pod, container)
                     break
         return out
@@ -452,7 +582,8 @@ class Runner:
             entry = self.running.get(uid)
             if entry is None:
                 try:
-                    entry = Running(pod, prepare(self.api, pod, container, self.base, self.log))
+                    spec = prepare(self.api, pod, container, self.base, self.log, self.mindcluster)
+                    entry = Running(pod, spec)
                 except RunnerError as exc:
                     self.refused[uid] = str(exc)
                     say(self.log, f"{name(pod)}: not started: {exc}")
@@ -524,9 +655,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kubeconfig", type=Path, required=True, help="the control plane's admin kubeconfig")
     parser.add_argument("--dir", type=Path, required=True, help="where pods' files, logs and the runner's log go")
+    parser.add_argument(
+        "--mindcluster", action="store_true", help="run the NPU plugin, ClusterD, the device plugin's double"
+    )
     args = parser.parse_args(argv)
     args.dir.mkdir(parents=True, exist_ok=True)
-    runner = Runner(Api(args.kubeconfig), args.dir.resolve())
+    runner = Runner(Api(args.kubeconfig), args.dir.resolve(), args.mindcluster)
 
     def on_term(signum: int, frame: Any) -> None:
         runner.stopping = True

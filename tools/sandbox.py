@@ -36,6 +36,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import controlplane
+import drill
 import go_tools
 import source_tools
 
@@ -153,11 +154,31 @@ def instructions(plane_dir: Path, profile: Path, jobs: Sequence[Job]) -> List[st
         lines.append(f"pulumi up --yes --stack {stack.name}")
     lines.append("# the Ascend Operator and Volcano turn each job into a PodGroup and pods bound to the NPU nodes:")
     lines += [wait_running(job) for job in jobs]
+    lines.append("kubectl get pods -A -o wide; kubectl get ascendjobs,jobs.batch.volcano.sh,podgroups -A")
+    if drills(profile):
+        lines.append("# pod-level rescheduling, drilled (a pod fails; --fault node: its node goes NotReady):")
+        tool = shlex.quote(str(Path(__file__).resolve()))
+        where = f"--dir {shlex.quote(str(plane_dir))} --profile {shlex.quote(str(profile))}"
+        python = shlex.quote(sys.executable)  # the interpreter with this checkout installed (make: .venv)
+        lines.append(f"{python} {tool} drill {where}   # make sandbox-drill does the same")
     lines += [
-        "kubectl get pods -A -o wide; kubectl get ascendjobs,jobs.batch.volcano.sh,podgroups -A",
         "# stop it: make sandbox-down (the state stays in " + str(state) + ")",
     ]
     return lines
+
+
+def drills(profile: Path) -> bool:
+    """Whether the sandbox of ``profile`` can drill pod-level rescheduling: its release's NPU plugin and
+    ClusterD run here (source_tools.CLUSTERD_RELEASES) and its one job asks for it (a
+    ``fault-retry-times`` label)."""
+    plan = controlplane.plan_json(profile)
+    jobs = plan.get("jobs") or []
+    release = str((plan.get("scheduler") or {}).get("release", ""))
+    return (
+        release in source_tools.CLUSTERD_RELEASES
+        and len(jobs) == 1
+        and "fault-retry-times" in (jobs[0].get("labels") or {})
+    )
 
 
 def plan_jobs(plan: Dict[str, Any]) -> List[Job]:
@@ -173,10 +194,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     up.add_argument("--compute-nodes", type=int, help="fake NPU nodes (default: one per pod of the profile's jobs)")
     down = sub.add_parser("down", help="stop the sandbox in --dir (its state is kept)")
     down.add_argument("--dir", type=Path, required=True)
+    drill_cmd = sub.add_parser("drill", help="fault a running job of the sandbox and time its rescheduling")
+    drill_cmd.add_argument("--dir", type=Path, required=True)
+    drill_cmd.add_argument("--profile", type=Path, required=True)
+    drill_cmd.add_argument("--job", help="the job to fault (default: the profile's only job)")
+    drill_cmd.add_argument("--fault", choices=drill.FAULTS, default="pod")
     args = parser.parse_args(argv)
     plane_dir = args.dir.resolve()
     if args.command == "down":
         return controlplane.main(["down", "--dir", str(plane_dir)])
+    if args.command == "drill":
+        job = ["--job", args.job] if args.job else []
+        return drill.main(["--kubeconfig", str(plane_dir / "kubeconfig"), "--profile", str(args.profile),
+                           "--fault", args.fault, *job])  # fmt: skip
     profile = args.profile.resolve()
     if not profile.is_file():
         print(f"sandbox: profile {args.profile}: not a file; name a profile, e.g. "
@@ -189,6 +219,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"sandbox: {exc}", file=sys.stderr)
         return 2
     nodes = [] if args.compute_nodes is None else ["--compute-nodes", str(args.compute_nodes)]
+    if drills(profile):  # the NPU plugin, ClusterD and the device plugin's double run too
+        nodes += ["--mindcluster"]
     code = controlplane.main(["up", "--dir", str(plane_dir), "--profile", str(profile), *nodes])
     if code != 0:
         return code

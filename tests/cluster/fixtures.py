@@ -56,13 +56,14 @@ PULUMI_OFFLINE = {
 
 @pytest.fixture
 def start_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StartPlane]:
-    """Start control planes (each in its own directory); every one is stopped when the test ends,
-    passed or failed."""
+    """Start control planes (each in its own directory; ``mindcluster``: the pod runner also runs the
+    NPU plugin, ClusterD and the device plugin's double, tools/podrunner.py); every one is stopped
+    when the test ends, passed or failed."""
     built(("kubernetes", "etcd", "kwok"))
     planes: List[Plane] = []
 
-    def start(nodes: Sequence[controlplane.FakeNode] = ()) -> Plane:
-        plane = Plane(tmp_path_factory.mktemp("plane"))
+    def start(nodes: Sequence[controlplane.FakeNode] = (), mindcluster: bool = False) -> Plane:
+        plane = Plane(tmp_path_factory.mktemp("plane"), mindcluster=mindcluster)
         planes.append(plane)
         plane.start(nodes)
         return plane

@@ -33,28 +33,38 @@ from .fixtures import podrunner, source_tools
             ("volcano", "vc-controller-manager", "1.12.0"),
         ),
         ("localhost:5000/vc-scheduler:v1.9.0", ("volcano", "vc-scheduler", "1.9.0")),
-        ("clusterd:v7.3.0", None),
+        ("clusterd:v7.3.0", ("clusterd", "clusterd", "7.3.0")),
+        ("clusterd:v26.1.0", None),  # a release whose ClusterD is not built here stays a KWOK pod
+        ("ascend-k8sdeviceplugin:v7.3.0", ("device-plugin-double", "device-plugin", "7.3.0")),
+        ("ascend-k8sdeviceplugin:v26.1.0", None),
         ("ascend-operator:latest", None),
         ("ascend-operator", None),
     ],
 )
 def test_the_images_it_runs(image: str, expected: Any) -> None:
-    assert podrunner.component_of(image) == expected
+    assert podrunner.component_of(image, mindcluster=True) == expected
+    if expected is not None and expected[0] in podrunner.BUILT_RELEASES:
+        assert podrunner.component_of(image) is None  # only with --mindcluster
 
 
 def test_every_component_image_the_render_writes_is_one_it_runs() -> None:
-    """The scheduling stack of every shipped example: its operator and Volcano Deployments are run
-    (a renamed image or a new tag form would leave the cluster without them, silently)."""
+    """The scheduling stack of every shipped example: its operator and Volcano Deployments are run,
+    and with --mindcluster, for a release whose NPU plugin is built (7.3.0), ClusterD and the device
+    plugin's double too (a renamed image or a new tag form would leave the cluster without them,
+    silently)."""
     for path in EXAMPLE_FILES:
         plan = load_plan(str(path))
         images = {
             c["image"]
             for o in build_stack(plan.scheduler)
-            if o["kind"] == "Deployment"
+            if o["kind"] in ("Deployment", "DaemonSet")
             for c in o["spec"]["template"]["spec"]["containers"]
         }
-        run = {podrunner.component_of(i) for i in images} - {None}
-        assert {c[1] for c in run if c} == {"ascend-operator", "vc-scheduler", "vc-controller-manager"}, images
+        run = {podrunner.component_of(i, mindcluster=True) for i in images} - {None}
+        expected = {"ascend-operator", "vc-scheduler", "vc-controller-manager"}
+        if plan.scheduler.release in source_tools.CLUSTERD_RELEASES:
+            expected |= {"clusterd", "device-plugin"}
+        assert {c[1] for c in run if c} == expected, images
 
 
 def test_the_shell_wrappers_of_the_images_are_taken_off() -> None:
@@ -188,3 +198,62 @@ def test_the_sources_directory_is_a_setting(monkeypatch: pytest.MonkeyPatch, tmp
     assert source_tools.sources_root() == tmp_path / "src"
     monkeypatch.setenv("ASCEND_RESUMABLE_UPSTREAM_SRC", str(tmp_path / "elsewhere"))
     assert source_tools.sources_root() == tmp_path / "elsewhere"
+
+
+def rendered_scheduler(example: str, tmp_path: Path) -> podrunner.Mounts:
+    """The scheduler config of ``example``'s render written where the scheduler pod mounts it."""
+    plan = load_plan(str(EXAMPLE_FILES[0].parent / f"{example}.yaml"))
+    (conf,) = [
+        o for o in build_stack(plan.scheduler) if o["kind"] == "ConfigMap" and "scheduler" in o["metadata"]["name"]
+    ]
+    (tmp_path / "conf").mkdir()
+    for key, value in conf["data"].items():
+        (tmp_path / "conf" / key).write_text(value)
+    return podrunner.Mounts(table=[("/volcano.scheduler", tmp_path / "conf")], root=tmp_path / "rootfs")
+
+
+def test_the_scheduler_of_a_release_with_a_built_plugin_runs_with_it(tmp_path: Path) -> None:
+    """The plugin the rendered config names (volcano-npu_v7.3.0_linux-aarch64 for the 7.3.0 example)
+    is a build of this project: the scheduler of that build runs, and the ``.so`` goes where
+    ``--plugins-dir=plugins`` finds it from the pod's root (the image's /plugins)."""
+    mounts = rendered_scheduler("pytorch-pod-rescheduling", tmp_path)
+    args = ["--scheduler-conf=/volcano.scheduler/volcano-scheduler.conf", "--plugins-dir=plugins"]
+    found = podrunner.npu_plugin_tool("1.9.0", podrunner.rewrite(args, mounts), mounts.root)
+    assert found is not None
+    tool, plugin = found
+    assert plugin == "volcano-npu_v7.3.0_linux-aarch64"
+    assert tool.name == f"volcano-1.9.0+{plugin}"
+    assert [p.output for p in tool.programs if p.buildmode == "plugin"] == [f"{plugin}.so"]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / f"{plugin}.so").write_text("")
+    directory = podrunner.place_plugin(bin_dir, plugin, args, mounts.root)
+    assert directory == mounts.root / "plugins"
+    assert (directory / f"{plugin}.so").resolve() == (bin_dir / f"{plugin}.so").resolve()
+
+
+def test_a_scheduler_whose_plugin_is_not_built_here_runs_plain(tmp_path: Path) -> None:
+    """26.1.0's plugin (Volcano 1.12) has no build yet: the plain scheduler runs, as before."""
+    mounts = rendered_scheduler("pytorch-process-recovery", tmp_path)
+    args = ["--scheduler-conf=/volcano.scheduler/volcano-scheduler.conf", "--plugins-dir=plugins"]
+    plan = load_plan(str(EXAMPLE_FILES[0].parent / "pytorch-process-recovery.yaml"))
+    expected = f"volcano-{plan.scheduler.volcano_version}+{plan.scheduler.volcano_plugin_name}"
+    found = podrunner.npu_plugin_tool(plan.scheduler.volcano_version, podrunner.rewrite(args, mounts), mounts.root)
+    assert (found is None) == (expected not in source_tools.SOURCE_TOOLS)
+
+
+def test_the_plugin_build_makes_the_release_scripts_edits() -> None:
+    """MC:@v7.3.0 build.sh's edits of Volcano's tree and the plugin, each naming its line."""
+    tool = source_tools.volcano_npu("7.3.0", "volcano-npu_v7.3.0_linux-x86_64")
+    files = [e.files for e in tool.edits]
+    assert "pkg/controllers/job/state/running.go" in files
+    assert "pkg/scheduler/actions/allocate/allocate.go" in files
+    assert all("build.sh:" in e.source for e in tool.edits)
+    assert [p.cgo for p in tool.programs] == [False, True, True]
+
+
+def test_an_edit_that_finds_nothing_fails_the_build(tmp_path: Path) -> None:
+    (tmp_path / "a.go").write_text("package a\n")
+    edit = source_tools.Edit("a.go", "switch action \\{", "x", "test")
+    with pytest.raises(source_tools.SourcesMissing, match="changed nothing"):
+        source_tools.apply_edit(tmp_path, edit)

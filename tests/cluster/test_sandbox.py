@@ -103,6 +103,9 @@ def test_a_profile_of_no_shipped_stack_gets_a_stack_of_its_own(tmp_path: Path) -
         done = run_as_printed(commands, tmp_path)
         assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
         assert "my-job" in done.stdout
+        # a 7.3.0 job with fault-retry-times: the printed drill faults a pod and the job comes back
+        assert any(" drill --dir " in c for c in commands), commands
+        assert "every pod of training/my-job Running again in" in done.stdout, done.stdout[-3000:]
     finally:
         assert make("sandbox-down", f"SANDBOX={where}").returncode == 0
 
