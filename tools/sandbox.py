@@ -169,16 +169,19 @@ def instructions(plane_dir: Path, profile: Path, jobs: Sequence[Job]) -> List[st
 
 def drills(profile: Path) -> bool:
     """Whether the sandbox of ``profile`` can drill pod-level rescheduling: its release's NPU plugin and
-    ClusterD run here (source_tools.CLUSTERD_RELEASES) and its one job asks for it (a
-    ``fault-retry-times`` label)."""
+    ClusterD run here (source_tools.CLUSTERD_RELEASES) and its one job's plan has the pod-level rung the
+    drill times (``drill.budget_term``: a ``fault-retry-times`` label alone, as process-level recovery
+    writes it, is not pod-level rescheduling)."""
     plan = controlplane.plan_json(profile)
     jobs = plan.get("jobs") or []
     release = str((plan.get("scheduler") or {}).get("release", ""))
-    return (
-        release in source_tools.CLUSTERD_RELEASES
-        and len(jobs) == 1
-        and "fault-retry-times" in (jobs[0].get("labels") or {})
-    )
+    if release not in source_tools.CLUSTERD_RELEASES or len(jobs) != 1:
+        return False
+    try:
+        drill.budget_term(jobs[0])
+    except drill.DrillError:
+        return False
+    return True
 
 
 def plan_jobs(plan: Dict[str, Any]) -> List[Job]:

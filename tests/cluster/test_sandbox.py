@@ -52,6 +52,8 @@ def test_make_sandbox_runs_the_shipped_stacks_as_printed_and_sandbox_down_stops_
         commands = printed_commands(up.stdout)
         stacks = [c.split()[-1] for c in commands if c.startswith("pulumi stack select --create ")]
         assert stacks == ["ascend-a2-cluster", "pytorch-process-recovery"], commands
+        # process-level recovery has no pod-level rung in its plan: nothing to drill
+        assert not any(" drill --dir " in c for c in commands), commands
         done = run_as_printed(commands, tmp_path)
         assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
         assert "llama-pretrain" in done.stdout  # the AscendJob, listed by the last command
