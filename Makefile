@@ -122,7 +122,7 @@ sandbox: pulumi-venv tools
 sandbox-down:
 	$(PYTHON) tools/sandbox.py down --dir $(SANDBOX)
 
-# pod-level rescheduling drilled on the sandbox (a 7.3.0 profile whose job has fault-retry-times;
+# pod-level rescheduling drilled on the sandbox (a 7.3.0 profile whose one job has Pod-level rescheduling;
 # FAULT=node makes the pod's node NotReady instead): docs/local-cluster.md
 FAULT ?= pod
 sandbox-drill:
