@@ -171,7 +171,15 @@ def test_sigterm_is_forwarded_and_nothing_outlives_the_grace_period(tmp_path: Pa
     # grace 4 s -> the launcher waits 3.6 s; the fake agent would wait 30 s for workers ignoring SIGTERM
     pod = Pod(tmp_path, profile_text(max_restarts=0, monitor=1, grace=4, torch="2.1.0"))
     proc = pod.start("--steps", "4000", "--ignore-sigterm")
-    wait_for(lambda: pod.logs.exists() and len(pod.events("worker-start")) == 2)
+    # both workers past their first step: each ignores SIGTERM by then (toy_worker sets it before its steps; a
+    # worker-start event alone raced it on a loaded machine, and the workers died at once)
+    wait_for(
+        lambda: (
+            len(pod.events("worker-start")) == 2
+            and pod.progress.exists()
+            and {e["rank"] for e in read_jsonl(pod.progress)} == {0, 1}
+        )
+    )
     tree = [(pid, proc_stat(pid)) for pid in descendants(proc.pid)]
     assert len(tree) >= 3, tree  # agent + 2 workers
     sent = time.monotonic()
