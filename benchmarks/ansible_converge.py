@@ -34,7 +34,7 @@ A projection for 500 nodes (--project-nodes, --project-cores; forks from ansible
 
 --after REV measures revision REV instead of the working tree (both exported: the tree can change meanwhile).
 Module runs and task evaluations per node are counted (benchmarks/callbacks/module_runs.py): a converged re-run
-passes only with at most 2 module runs on each node.
+passes only with at most 2 module runs and fewer than 20 task evaluations on each node.
 
 usage (root, after scripts/test-ansible.sh set-up, or at least the node image + collections):
     .venv/bin/python benchmarks/ansible_converge.py [--nodes 4] [--serial 2] [--repeats 5] [--base REV]
@@ -724,8 +724,10 @@ def main() -> int:
             "(target <= %.1f)" % (ctrl, TARGET_CONTROLLER, nodes, TARGET_NODES)
         )
         most = max(max(r.modules.values()) for runs in last.reruns.values() for r in runs)
+        evaluations = max(max(r.evaluations.values()) for runs in last.reruns.values() for r in runs)
         ok = (
             most <= MODULE_RUNS
+            and evaluations < TASK_EVALUATIONS
             and last.check_installers == 0
             and rerun_changed == 0
             and last.rerun_installers == 0

@@ -86,8 +86,12 @@ def stack_config(path: Path) -> Dict[str, Any]:
 
 
 def stacks_for(profile: Path, jobs: Sequence[str]) -> List[StackSteps]:
-    """The shipped stacks of ``profile`` (cluster role first), or a new ``sandbox`` stack."""
+    """The shipped stacks of ``profile`` (cluster role first), or a new ``sandbox`` stack. A workload stack brings
+    the cluster stack it references (``clusterStack``), which a shipped file may declare with another profile of
+    the same cluster (pytorch-pod-rescheduling runs on the ascend-a2-cluster stack of pytorch-process-recovery):
+    without it the workload's ``pulumi up`` finds no stack to read."""
     found: List[StackSteps] = []
+    names: List[str] = []
     for path in sorted(ROOT.glob("Pulumi.*.yaml")):
         config = stack_config(path)
         if (ROOT / str(config.get("profile", ""))).resolve() != profile:
@@ -96,6 +100,13 @@ def stacks_for(profile: Path, jobs: Sequence[str]) -> List[StackSteps]:
         images = config.get("images") or {}
         missing = [] if role == "cluster" else [j for j in jobs if j not in images]
         found.append(StackSteps(path.name[len("Pulumi.") : -len(".yaml")], role, False, missing))
+        names.append(found[-1].name)
+        if role == "workload":
+            names.append(str(config.get("clusterStack", "")).rsplit("/", 1)[-1])
+    for name in names:
+        path = ROOT / ("Pulumi.%s.yaml" % name)
+        if name not in [s.name for s in found] and path.is_file():
+            found.append(StackSteps(name, str(stack_config(path).get("stackRole", "all")), False, []))
     if not found:
         found.append(StackSteps("sandbox", "all", True, list(jobs)))
     return sorted(found, key=lambda s: (ROLE_ORDER.get(s.role, 9), s.name))

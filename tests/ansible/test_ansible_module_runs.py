@@ -23,7 +23,7 @@ from typing import Any, Dict, List
 import pytest
 import yaml
 from conftest import FIXTURES, ROOT
-from role_code import PLAYBOOK, playbook_env
+from role_code import PLAYBOOK, playbook_env, plugin
 from test_ansible_node_check import _nodes
 from test_ansible_node_roles import npu_of
 
@@ -119,6 +119,8 @@ def _module_runs(
     return {
         "modules": [x["task"] for x in lines if x["host"] == "n1" and x["ran_on"] == "n1" and x["module"]],
         "evaluations": len([x for x in lines if x["host"] == "n1"]),
+        # a run_once task is a cost of the run, not of the node
+        "per_node": [x["task"] for x in lines if x["host"] == "n1" and not x.get("run_once")],
         "changed": int(recap.split("changed=")[1].split()[0]),
         "output": run.stdout,
     }
@@ -150,6 +152,11 @@ def test_nodes_yml_reads_a_converged_node_once(tmp_path: Path, check: bool) -> N
     assert out["changed"] == 0
     # nothing of the roles' apply/verify steps was reached
     assert "apply.yml" not in out["output"] and "verify.yml" not in out["output"]
+    # issue 33: the play's task evaluations on a converged compute node (the runtime include skipped, the read, one
+    # assertion for the three roles' parameters and the engine, then mindcluster_node 4, shared_storage and
+    # resumable_install one skipped include each; argument specs checked once per run with the plan)
+    assert len(out["per_node"]) <= 9, out["per_node"]
+    assert not [t for t in out["per_node"] if "Validating arguments" in t or "Check the role parameters" in t]
 
 
 def _runtime_decided(tmp_path: Path, npu: Dict[str, Any]) -> Dict[str, Any]:
@@ -185,3 +192,37 @@ def test_without_the_dry_run_in_the_read_the_runtime_module_runs(tmp_path: Path)
             "ascend_resumable.npu.ascend_docker_runtime : Read the installed runtime and whether the engine "
             "configuration would change (read-only)"
         ], (name, out["modules"])
+
+
+def test_the_node_roles_argument_specs_are_checked_for_every_host_at_once() -> None:
+    """The per-host validation task of each node role is gone from site.yml (rolespec_validate: false, or an entry
+    point without a spec); the plan's check (tasks/plan.yml) validates every host's variables against the same
+    specs with Ansible's own validator, once per run."""
+    filters = plugin("filter", "argument_specs")
+    nodes = {"users": [{"name": "HwHiAiUser"}]}
+    hostvars = {
+        "good": {"ascend_plan_nodes": nodes, "ascend_plan_profile": "/p.yaml", "mindcluster_node_labels_apply": False},
+        "bad": {
+            "ascend_plan_nodes": nodes,
+            "ascend_plan_profile": "/p.yaml",
+            "mindcluster_node_labels_apply": "sometimes",
+            "shared_storage_mount": [1],
+        },
+        "noplan": {},
+    }
+    roles = ["npu_facts", "mindcluster_node", "shared_storage", "resumable_install"]
+    problems = filters.argument_spec_problems(hostvars, ["good", "bad", "noplan"], roles)
+    assert not [p for p in problems if p.startswith("good:")], problems
+    bad = [p for p in problems if p.startswith("bad:")]
+    assert len(bad) == 2 and bad[0].startswith("bad: mindcluster_node: ") and "mindcluster_node_labels_apply" in bad[0]
+    assert bad[1].startswith("bad: shared_storage: ") and "shared_storage_mount" in bad[1], bad
+    # required by the three roles that read the plan
+    assert {p.split(": ")[1] for p in problems if p.startswith("noplan:")} == {
+        "mindcluster_node",
+        "shared_storage",
+        "resumable_install",
+    }
+    # the playbooks that import these roles without validation, and the check that replaces it
+    playbooks = COLLECTION / "playbooks"
+    assert "argument_spec_problems(ansible_play_hosts_all," in (playbooks / "tasks" / "plan.yml").read_text()
+    assert (playbooks / "nodes.yml").read_text().count("rolespec_validate: false") == 3

@@ -200,14 +200,15 @@ def _rollout(
         "ascend_docker_runtime/tasks/decide.yml": STUB_RUNTIME_DECIDE,
         "ascend_docker_runtime/tasks/main.yml": STUB_RUNTIME_MAIN,
         "ascend_docker_runtime/handlers/main.yml": STUB_RUNTIME_HANDLERS,
-        "mindcluster_node/tasks/main.yml": STUB_EMPTY,
-        "shared_storage/tasks/main.yml": STUB_EMPTY,
-        "resumable_install/tasks/main.yml": STUB_EMPTY,
+        # nodes.yml imports the three roles' converge.yml (their parameters are checked in the play)
+        "mindcluster_node/tasks/converge.yml": STUB_EMPTY,
+        "shared_storage/tasks/converge.yml": STUB_EMPTY,
+        "resumable_install/tasks/converge.yml": STUB_EMPTY,
         "resumable_install/tasks/find.yml": STUB_EMPTY,
-        # what nodes.yml's one read of the node asks for each role (nothing here)
-        "mindcluster_node/vars/main.yml": "\nmindcluster_node_check: {}\n",
-        "shared_storage/vars/main.yml": "\nshared_storage_check: {}\n",
-        "resumable_install/vars/main.yml": "\nresumable_install_check: {}\n",
+        # what nodes.yml's one read of the node asks for each role (nothing here), and their parameters right
+        "mindcluster_node/vars/main.yml": "\nmindcluster_node_check: {}\nmindcluster_node_parameters_ok: true\n",
+        "shared_storage/vars/main.yml": "\nshared_storage_check: {}\nshared_storage_parameters_ok: true\n",
+        "resumable_install/vars/main.yml": "\nresumable_install_check: {}\nresumable_install_parameters_ok: true\n",
     }
     files = {"roles/" + name: text.replace("{log}", str(log)) for name, text in stubs.items()}
     for name, text in files.items():

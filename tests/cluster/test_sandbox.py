@@ -121,3 +121,22 @@ def test_a_mistake_is_refused_before_anything_starts(tmp_path: Path) -> None:
     refused = subprocess.run([*tool, "--profile", str(bad)], capture_output=True, text=True)
     assert refused.returncode == 2 and "bad.yaml" in refused.stderr and "\n\n" not in refused.stderr.strip()
     assert not (tmp_path / "sb").exists()
+
+
+def test_a_workload_stack_brings_the_cluster_stack_it_reads() -> None:
+    """pytorch-pod-rescheduling's stack file is a workload on the ascend-a2-cluster stack, which is declared with
+    another profile of that cluster: the sandbox printed only the workload, whose `pulumi up` then failed reading a
+    stack that did not exist. Every shipped workload stack now comes after the cluster stack it names."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import sandbox
+
+    for path in sorted(ROOT.glob("Pulumi.*.yaml")):
+        config = sandbox.stack_config(path)
+        if config.get("stackRole") != "workload":
+            continue
+        steps = [(s.name, s.role) for s in sandbox.stacks_for((ROOT / config["profile"]).resolve(), [])]
+        cluster = str(config["clusterStack"]).rsplit("/", 1)[-1]
+        assert (cluster, "cluster") in steps, (path.name, steps)
+        assert steps.index((cluster, "cluster")) < [name for name, _ in steps].index(path.stem[len("Pulumi.") :])
+    pod = sandbox.stacks_for((EXAMPLES / "pytorch-pod-rescheduling.yaml").resolve(), [])
+    assert [s.name for s in pod] == ["ascend-a2-cluster", "pytorch-pod-rescheduling"]
