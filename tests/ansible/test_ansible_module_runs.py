@@ -194,35 +194,43 @@ def test_without_the_dry_run_in_the_read_the_runtime_module_runs(tmp_path: Path)
         ], (name, out["modules"])
 
 
-def test_the_node_roles_argument_specs_are_checked_for_every_host_at_once() -> None:
+def test_the_node_roles_argument_specs_are_checked_inside_tasks_each_host_runs_anyway() -> None:
     """The per-host validation task of each node role is gone from site.yml (rolespec_validate: false, or an entry
-    point without a spec); the plan's check (tasks/plan.yml) validates every host's variables against the same
-    specs with Ansible's own validator, once per run."""
+    point without a spec); the same specs are checked with Ansible's own validator inside facts.yml's profile check
+    and nodes.yml's one check of its roles' parameters (a run_once check through hostvars cost more, issue 33)."""
     filters = plugin("filter", "argument_specs")
-    nodes = {"users": [{"name": "HwHiAiUser"}]}
-    hostvars = {
-        "good": {"ascend_plan_nodes": nodes, "ascend_plan_profile": "/p.yaml", "mindcluster_node_labels_apply": False},
-        "bad": {
-            "ascend_plan_nodes": nodes,
-            "ascend_plan_profile": "/p.yaml",
-            "mindcluster_node_labels_apply": "sometimes",
-            "shared_storage_mount": [1],
-        },
-        "noplan": {},
-    }
+    unset = filters.UNSET
     roles = ["npu_facts", "mindcluster_node", "shared_storage", "resumable_install"]
-    problems = filters.argument_spec_problems(hostvars, ["good", "bad", "noplan"], roles)
-    assert not [p for p in problems if p.startswith("good:")], problems
-    bad = [p for p in problems if p.startswith("bad:")]
-    assert len(bad) == 2 and bad[0].startswith("bad: mindcluster_node: ") and "mindcluster_node_labels_apply" in bad[0]
-    assert bad[1].startswith("bad: shared_storage: ") and "shared_storage_mount" in bad[1], bad
-    # required by the three roles that read the plan
-    assert {p.split(": ")[1] for p in problems if p.startswith("noplan:")} == {
-        "mindcluster_node",
-        "shared_storage",
-        "resumable_install",
-    }
-    # the playbooks that import these roles without validation, and the check that replaces it
+    names = filters.argument_spec_names(roles)
+    assert "mindcluster_node_labels_apply" in names and "npu_facts_sysfs_root" in names
+    # the plan's parts are set by tasks/plan.yml from `resumable plan`, not by the inventory
+    assert not [n for n in names if n.startswith("ascend_plan_")]
+    good = dict.fromkeys(names, unset)
+    assert filters.argument_spec_problems(dict(good, mindcluster_node_labels_apply=False), roles) == []
+    bad = dict(good, mindcluster_node_labels_apply="sometimes", shared_storage_mount=[1])
+    problems = filters.argument_spec_problems(bad, roles)
+    assert len(problems) == 2, problems
+    assert problems[0].startswith("mindcluster_node: ") and "mindcluster_node_labels_apply" in problems[0]
+    assert problems[1].startswith("shared_storage: ") and "shared_storage_mount" in problems[1]
+    # the playbooks that import these roles without validation, and the checks that replace it
     playbooks = COLLECTION / "playbooks"
-    assert "argument_spec_problems(ansible_play_hosts_all," in (playbooks / "tasks" / "plan.yml").read_text()
-    assert (playbooks / "nodes.yml").read_text().count("rolespec_validate: false") == 3
+    nodes = (playbooks / "nodes.yml").read_text()
+    assert nodes.count("rolespec_validate: false") == 3 and "argument_spec_problems(ascend_nodes_spec_roles)" in nodes
+    assert "argument_spec_problems(['npu_facts'])" in (playbooks / "facts.yml").read_text()
+
+
+@pytest.mark.parametrize("where", ["inventory", "none"])
+def test_nodes_yml_refuses_a_role_variable_its_spec_refuses(tmp_path: Path, where: str) -> None:
+    """The refusal the role's own validation gave, now from nodes.yml's one check: the host, the role, the variable."""
+    npu = _npu(tmp_path)
+    converged = {"problems": [], "action": "none", "config_changes": False, "needs_change": False}
+    host_vars: Dict[str, Any] = {"ascend_npu": npu, "ascend_docker_runtime_decision": converged}
+    if where == "inventory":
+        host_vars["shared_storage_mount"] = "sometimes"
+    try:
+        out = _module_runs(tmp_path, _collection(tmp_path), "nodes", host_vars, [])
+    except AssertionError as exc:  # the run failed
+        assert where == "inventory", exc
+        assert "n1: shared_storage: " in str(exc) and "shared_storage_mount" in str(exc), exc
+        return
+    assert where == "none" and out["changed"] == 0
