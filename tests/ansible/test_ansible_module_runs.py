@@ -77,6 +77,9 @@ def _module_runs(
     """Run the collection's ``playbook`` on one local compute node n1; its module runs (task names), its task
     evaluations, the changed count and the output."""
     compute: Dict[str, Any] = {"ascend_compute": {"hosts": {"n1": {}}}}
+    if playbook == "nodes":
+        # what compute.yml's read/decide pass leaves in a site.yml run: the node decided (group_by), converged
+        compute["ascend_compute_converged"] = {"hosts": {"n1": {}}}
     inventory = {"all": {"children": {"ascend_cluster": {"children": compute}}}}
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
     group_vars = tmp_path / "group_vars"
@@ -152,9 +155,9 @@ def test_nodes_yml_reads_a_converged_node_once(tmp_path: Path, check: bool) -> N
     assert out["changed"] == 0
     # nothing of the roles' apply/verify steps was reached
     assert "apply.yml" not in out["output"] and "verify.yml" not in out["output"]
-    # issue 33: the play's task evaluations on a converged compute node (the runtime include skipped, the read, one
-    # assertion for the three roles' parameters and the engine, then mindcluster_node 4, shared_storage and
-    # resumable_install one skipped include each; argument specs checked once per run with the plan)
+    # issue 33: the task evaluations on a converged compute node (no runtime read: compute.yml decided it; the read,
+    # one validation of the roles' argument specs, one assertion for the three roles' parameters and the engine, then
+    # mindcluster_node 4, shared_storage and resumable_install one skipped include each)
     assert len(out["per_node"]) <= 9, out["per_node"]
     assert not [t for t in out["per_node"] if "Validating arguments" in t or "Check the role parameters" in t]
 
@@ -194,34 +197,26 @@ def test_without_the_dry_run_in_the_read_the_runtime_module_runs(tmp_path: Path)
         ], (name, out["modules"])
 
 
-def test_the_node_roles_argument_specs_are_checked_inside_tasks_each_host_runs_anyway() -> None:
+def test_the_node_roles_argument_specs_are_validated_in_one_task_per_host() -> None:
     """The per-host validation task of each node role is gone from site.yml (rolespec_validate: false, or an entry
-    point without a spec); the same specs are checked with Ansible's own validator inside facts.yml's profile check
-    and nodes.yml's one check of its roles' parameters (a run_once check through hostvars cost more, issue 33)."""
+    point without a spec); nodes.yml validates the four roles' specs merged, in one task per host."""
     filters = plugin("filter", "argument_specs")
-    unset = filters.UNSET
     roles = ["npu_facts", "mindcluster_node", "shared_storage", "resumable_install"]
-    names = filters.argument_spec_names(roles)
-    assert "mindcluster_node_labels_apply" in names and "npu_facts_sysfs_root" in names
-    # the plan's parts are set by tasks/plan.yml from `resumable plan`, not by the inventory
-    assert not [n for n in names if n.startswith("ascend_plan_")]
-    good = dict.fromkeys(names, unset)
-    assert filters.argument_spec_problems(dict(good, mindcluster_node_labels_apply=False), roles) == []
-    bad = dict(good, mindcluster_node_labels_apply="sometimes", shared_storage_mount=[1])
-    problems = filters.argument_spec_problems(bad, roles)
-    assert len(problems) == 2, problems
-    assert problems[0].startswith("mindcluster_node: ") and "mindcluster_node_labels_apply" in problems[0]
-    assert problems[1].startswith("shared_storage: ") and "shared_storage_mount" in problems[1]
-    # the playbooks that import these roles without validation, and the checks that replace it
+    merged = filters.argument_spec_options(roles)
+    for role in roles:
+        spec = yaml.safe_load((COLLECTION / "roles" / role / "meta" / "argument_specs.yml").read_text())
+        options = spec["argument_specs"]["main"]["options"]
+        # every option but the plan's parts (set by tasks/plan.yml from `resumable plan`, not by the inventory)
+        assert {n for n in options if not n.startswith("ascend_plan_")} <= set(merged), role
+    assert not [n for n in merged if n.startswith("ascend_plan_")]
     playbooks = COLLECTION / "playbooks"
     nodes = (playbooks / "nodes.yml").read_text()
-    assert nodes.count("rolespec_validate: false") == 3 and "argument_spec_problems(ascend_nodes_spec_roles)" in nodes
-    assert "argument_spec_problems(['npu_facts'])" in (playbooks / "facts.yml").read_text()
+    assert nodes.count("rolespec_validate: false") == 3 and "ascend_resumable.npu.argument_spec_options" in nodes
 
 
 @pytest.mark.parametrize("where", ["inventory", "none"])
 def test_nodes_yml_refuses_a_role_variable_its_spec_refuses(tmp_path: Path, where: str) -> None:
-    """The refusal the role's own validation gave, now from nodes.yml's one check: the host, the role, the variable."""
+    """The refusal the role's own validation gave, now from nodes.yml's one validation: the variable and its type."""
     npu = _npu(tmp_path)
     converged = {"problems": [], "action": "none", "config_changes": False, "needs_change": False}
     host_vars: Dict[str, Any] = {"ascend_npu": npu, "ascend_docker_runtime_decision": converged}
@@ -231,6 +226,6 @@ def test_nodes_yml_refuses_a_role_variable_its_spec_refuses(tmp_path: Path, wher
         out = _module_runs(tmp_path, _collection(tmp_path), "nodes", host_vars, [])
     except AssertionError as exc:  # the run failed
         assert where == "inventory", exc
-        assert "n1: shared_storage: " in str(exc) and "shared_storage_mount" in str(exc), exc
+        assert "Validation of arguments failed" in str(exc) and "shared_storage_mount" in str(exc), exc
         return
     assert where == "none" and out["changed"] == 0

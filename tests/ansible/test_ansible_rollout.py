@@ -216,8 +216,8 @@ def _rollout(
         (stub / name).write_text("---" + text)
     for name in REAL_DRIVER_TASKS:
         shutil.copy(COLLECTION / "roles/ascend_driver/tasks" / name, stub / "roles/ascend_driver/tasks" / name)
-    # nodes.yml checks its three roles' variables against their real argument specs
-    for role in ("mindcluster_node", "shared_storage", "resumable_install"):
+    # nodes.yml validates the variables of the four roles site.yml runs on every node against their real specs
+    for role in ("npu_facts", "mindcluster_node", "shared_storage", "resumable_install"):
         (stub / "roles" / role / "meta").mkdir(parents=True, exist_ok=True)
         shutil.copy(COLLECTION / "roles" / role / "meta/argument_specs.yml", stub / "roles" / role / "meta")
     names = ["n%d" % i for i in range(1, hosts + 1)]

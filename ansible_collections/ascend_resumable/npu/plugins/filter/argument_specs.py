@@ -1,16 +1,15 @@
 # -*- coding: utf-8 -*-
-"""The node roles' argument specs checked inside a task each host runs anyway.
+"""The node roles' argument specs, merged for one validation task per host.
 
 Ansible validates a role's meta/argument_specs.yml when the role starts: one task per role and host, which a
 re-run of site.yml on converged nodes paid for every node and every role (issue 33: 30-70 ms of controller CPU
-each, a worker process per task and host). The roles that site.yml runs on every node (npu_facts, mindcluster_node,
-shared_storage, resumable_install) are imported there without that task (rolespec_validate: false, or an entry
-point without a spec) and their specs are checked here instead, with the validator Ansible's own
-validate_argument_spec action uses, against the host's values of the variables the specs name, in an assertion
-the host runs anyway (facts.yml's profile check, nodes.yml's check of the three roles' parameters): the same
-refusal, no task of its own. A role run on its own (molecule, a user's playbook) still validates itself.
-(A run_once check of every host through hostvars was tried first: building each host's variables there cost
-the controller more per node than the tasks it replaced.)
+each, a worker process per task and host). playbooks/nodes.yml imports its roles without that task
+(rolespec_validate: false; facts.yml uses entry points without a spec) and validates the specs of the four roles
+site.yml runs on every node in one ansible.builtin.validate_argument_spec task per host, with this merged spec.
+Two cheaper-looking designs cost more, measured by benchmarks/ansible_converge.py: one run_once check of every host
+through hostvars (building each host's variables: 1.4 s of controller CPU per node), and the check folded into
+existing assertions through the vars lookup (several seconds per node). A role run on its own (molecule, a user's
+playbook) still validates itself.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -21,7 +20,6 @@ import os
 
 import yaml
 from ansible.errors import AnsibleFilterError
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 ROLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "roles")
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -37,7 +35,7 @@ def _options(role, entry):
         with open(path) as stream:
             options = yaml.load(stream, Loader=LOADER)["argument_specs"][entry]["options"]
     except (OSError, KeyError, TypeError, yaml.YAMLError) as exc:
-        raise AnsibleFilterError("argument_spec_problems: no entry point %r in %s: %s" % (entry, path, exc)) from exc
+        raise AnsibleFilterError("argument_spec_options: no entry point %r in %s: %s" % (entry, path, exc)) from exc
     _SPECS[role, entry] = options
     return options
 
@@ -52,33 +50,16 @@ def _user_options(role, entry):
     return dict((name, spec) for name, spec in _options(role, entry).items() if not name.startswith(PLAN_PREFIX))
 
 
-def argument_spec_names(roles, entry="main"):
-    """The variables the ``entry`` specs of ``roles`` name, but the plan's (the values to hand to
-    argument_spec_problems)."""
-    names = []
+def argument_spec_options(roles, entry="main"):
+    """The options of the ``entry`` specs of ``roles`` in one spec (an option two roles name keeps the first
+    role's entry), but the plan's parts."""
+    merged = {}
     for role in roles:
-        names.extend(name for name in _user_options(role, entry) if name not in names)
-    return names
-
-
-#: the value the playbooks' ``query('ansible.builtin.vars', *names, default=UNSET)`` gives an unset variable
-UNSET = "__ascend_argument_spec_unset__"
-
-
-def argument_spec_problems(values, roles, entry="main"):
-    """ "role: message" for each refusal of the ``entry`` spec of a role, for one host's ``values`` (name -> value;
-    UNSET for a variable the host does not have, which takes the spec's default as role validation does)."""
-    items = (values or {}).items()
-    provided = dict((name, value) for name, value in items if not (isinstance(value, str) and value == UNSET))
-    problems = []
-    for role in roles:
-        options = _user_options(role, entry)
-        mine = dict((name, value) for name, value in provided.items() if name in options)
-        for message in ArgumentSpecValidator(options).validate(mine).error_messages:
-            problems.append("%s: %s" % (role, message))
-    return problems
+        for name, spec in _user_options(role, entry).items():
+            merged.setdefault(name, spec)
+    return merged
 
 
 class FilterModule(object):
     def filters(self):
-        return {"argument_spec_problems": argument_spec_problems, "argument_spec_names": argument_spec_names}
+        return {"argument_spec_options": argument_spec_options}
