@@ -91,7 +91,7 @@ def stacks_for(profile: Path, jobs: Sequence[str]) -> List[StackSteps]:
     the same cluster (pytorch-pod-rescheduling runs on the ascend-a2-cluster stack of pytorch-process-recovery):
     without it the workload's ``pulumi up`` finds no stack to read."""
     found: List[StackSteps] = []
-    names: List[str] = []
+    clusters: List[str] = []
     for path in sorted(ROOT.glob("Pulumi.*.yaml")):
         config = stack_config(path)
         if (ROOT / str(config.get("profile", ""))).resolve() != profile:
@@ -100,10 +100,9 @@ def stacks_for(profile: Path, jobs: Sequence[str]) -> List[StackSteps]:
         images = config.get("images") or {}
         missing = [] if role == "cluster" else [j for j in jobs if j not in images]
         found.append(StackSteps(path.name[len("Pulumi.") : -len(".yaml")], role, False, missing))
-        names.append(found[-1].name)
         if role == "workload":
-            names.append(str(config.get("clusterStack", "")).rsplit("/", 1)[-1])
-    for name in names:
+            clusters.append(str(config.get("clusterStack", "")).rsplit("/", 1)[-1])
+    for name in clusters:
         path = ROOT / ("Pulumi.%s.yaml" % name)
         if name not in [s.name for s in found] and path.is_file():
             found.append(StackSteps(name, str(stack_config(path).get("stackRole", "all")), False, []))

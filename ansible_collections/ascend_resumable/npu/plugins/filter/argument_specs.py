@@ -40,9 +40,8 @@ def _options(role, entry):
     return options
 
 
-#: the plan's parts (playbooks/tasks/plan.yml sets them for every host of the play from `resumable plan`, which
-#: validated the profile): in the specs for a role run on its own, left out here, where templating them for every
-#: host cost the controller as much as the task evaluation this check replaces
+#: the plan's parts: playbooks/tasks/plan.yml sets them for every host of the play from `resumable plan`, which
+#: validated the profile, so they are not inventory values; they stay in the specs for a role run on its own
 PLAN_PREFIX = "ascend_plan_"
 
 
